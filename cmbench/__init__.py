@@ -1,0 +1,42 @@
+"""cmbench: benchmark robust mean estimation under coordinate-level corruption."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .components import (  # noqa: E402
+    Adversary,
+    Component,
+    Data,
+    DataFile,
+    Dataset,
+    Estimator,
+    NotApplicable,
+    Recoverer,
+    Undefined,
+)
+from .hookspecs import hookimpl, hookspec  # noqa: E402
+
+
+def load_plugins(extra=()):
+    """Load built-ins, entry points and ``extra`` plugin paths or modules.
+
+    Returns a `cmbench.plugins.Registry` with dicts ``adversaries``,
+    ``recoverers``, ``estimators`` and ``datasets`` (name -> declaration).
+    """
+    from .plugins import load_plugins as _load
+
+    return _load(extra)
+
+
+def run_suite(name_or_path, out="reports", workers=1, scheduler=None, **options):
+    """Run a suite file (a shipped name or a path); return its cubes by experiment."""
+    from .runner import run_suite as _run
+
+    return _run(name_or_path, out=out, workers=workers, scheduler=scheduler, **options)
+
+
+__all__ = [
+    "Adversary", "Component", "Data", "DataFile", "Dataset", "Estimator",
+    "NotApplicable", "Recoverer", "Undefined", "hookimpl", "hookspec",
+    "load_plugins", "run_suite", "__version__",
+]

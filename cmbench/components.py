@@ -1,0 +1,161 @@
+"""The public contract: component declarations, the `Data` a data set loads,
+and the exceptions a component raises to say an input is outside its domain.
+
+This module imports nothing of cmbench, so a plugin (built-in or third party)
+depends only on it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
+
+LEVELS = ("sample", "value", "coordinate")  # the paper's A1, A2, A3
+MODES = ("missing", "replace")
+
+
+class Undefined(Exception):
+    """Raised by a component when its method is not defined on this input.
+
+    Example: Data Sanitization when every row holds a missing entry. The cell is
+    recorded with status ``undefined`` and the reason; it is not a failure.
+    """
+
+
+class NotApplicable(Exception):
+    """Raised by a component that cannot work on this kind of input at all.
+
+    The runner also decides applicability from a recoverer's declared ``modes``
+    and ``needs_structure``; raising this covers cases only the callable knows.
+    """
+
+
+@dataclass(frozen=True)
+class Component:
+    """Fields shared by every declaration.
+
+    Parameters
+    ----------
+    name : kebab-case identifier, unique per kind.
+    fn : the callable; its signature is fixed per kind (see the subclasses).
+    params : defaults of the keyword parameters a suite may override.
+    description : one line, shown by ``cmbench plugins``.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    kind = "component"
+
+
+@dataclass(frozen=True)
+class Adversary(Component):
+    """``corrupt(X, budget, *, rng, structure, **params) -> X_corrupted``.
+
+    ``X`` is (N, n) float and must not be modified; the result has the same
+    shape, hidden entries are NaN, replaced entries hold other values, and row
+    i of the result is the corruption of row i of ``X``.
+
+    ``level`` is the budget's meaning: ``"sample"`` (A1, fraction of rows),
+    ``"value"`` (A2, fraction of each column) or ``"coordinate"`` (A3, fraction
+    of all entries). ``mode`` is ``"missing"`` or ``"replace"``.
+
+    An ``adaptive`` adversary also receives ``pipeline=callable(X_corrupted)
+    -> error`` and ``evaluations`` (its compute budget); the runner then stages
+    it per (recoverer, estimator) pair instead of once for all.
+    """
+
+    level: str = "value"
+    mode: str = "missing"
+    adaptive: bool = False
+
+    kind = "adversary"
+
+
+@dataclass(frozen=True)
+class Recoverer(Component):
+    """``recover(X, *, rng, structure, rank, **params) -> X_recovered``.
+
+    Same shape as ``X``; NaN left in the result means "not recovered".
+    ``structure`` is the known A (n x r) or None, ``rank`` the data set's hint.
+    A recoverer may return ``(X_recovered, info)`` where ``info`` is a dict of
+    scalar diagnostics (e.g. ``{"converged": True, "iterations": 12}``).
+
+    ``modes`` lists the corruption modes it handles; ``needs_structure`` says it
+    requires A. Other pairings are recorded as ``not-applicable``.
+    """
+
+    modes: tuple = ("missing",)
+    needs_structure: bool = False
+
+    kind = "recoverer"
+
+
+@dataclass(frozen=True)
+class Estimator(Component):
+    """``estimate(X, *, rng, **params) -> mu_hat``.
+
+    ``X`` is (N, n) float, NaN = missing; the result is an (n,) float vector with
+    no NaN. Raise `Undefined` when the method is not defined on ``X``.
+    """
+
+    kind = "estimator"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file a data set reads: its path under the data folder, its SHA-256,
+    and where to download it from when it is absent."""
+
+    path: str
+    sha256: str
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class Dataset(Component):
+    """``load(*, instance, rng, **params) -> Data``.
+
+    ``shape`` and ``rank`` are the nominal (N, n) and rank hint, shown by
+    ``cmbench datasets``; ``files`` the data files it needs (empty for
+    generated data); ``folder`` the sub-folder of the data directory that holds
+    them.
+    """
+
+    shape: Optional[tuple] = None
+    rank: Optional[int] = None
+    files: tuple = ()
+    folder: str = ""
+
+    kind = "dataset"
+
+
+@dataclass(frozen=True, eq=False)
+class Data:
+    """What a data set loads.
+
+    Parameters
+    ----------
+    X : (N, n) float array, the clean sample (NaN only where the data set says
+        so, e.g. values missing in the source).
+    mean : (n,) true mean (analytic for generated data, the clean sample mean
+        for real data).
+    cov : (n, n) covariance or None when unknown; may be singular.
+    structure : (n, r) known A with x = A z, or None.
+    rank : rank hint for recoverers that learn the structure.
+    columns : names of the n columns.
+    """
+
+    X: np.ndarray
+    mean: np.ndarray
+    cov: Optional[np.ndarray] = None
+    structure: Optional[np.ndarray] = None
+    rank: Optional[int] = None
+    columns: tuple = ()
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.X.shape)

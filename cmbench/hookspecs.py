@@ -1,0 +1,64 @@
+"""The hooks a cmbench plugin implements.
+
+Each hook returns an iterable of declarations of one kind. Built-in methods are
+registered through these same hooks (see ``plugins/``), exactly as a third
+party's would be.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("cmbench")
+hookimpl = pluggy.HookimplMarker("cmbench")
+
+
+@hookspec
+def register_adversaries() -> Iterable["cmbench.Adversary"]:  # noqa: F821
+    """Return the adversaries this plugin provides.
+
+    Example::
+
+        @cmbench.hookimpl
+        def register_adversaries():
+            return [cmbench.Adversary("hide-largest", hide_largest,
+                                      level="value", mode="missing")]
+    """
+
+
+@hookspec
+def register_recoverers() -> Iterable["cmbench.Recoverer"]:  # noqa: F821
+    """Return the recoverers this plugin provides.
+
+    Example::
+
+        @cmbench.hookimpl
+        def register_recoverers():
+            return [cmbench.Recoverer("zero-fill", zero_fill, modes=("missing",))]
+    """
+
+
+@hookspec
+def register_estimators() -> Iterable["cmbench.Estimator"]:  # noqa: F821
+    """Return the estimators this plugin provides.
+
+    Example::
+
+        @cmbench.hookimpl
+        def register_estimators():
+            return [cmbench.Estimator("winsorized-mean", winsorized_mean,
+                                      params={"limit": 0.05})]
+    """
+
+
+@hookspec
+def register_datasets() -> Iterable["cmbench.Dataset"]:  # noqa: F821
+    """Return the data sets this plugin provides.
+
+    Example::
+
+        @cmbench.hookimpl
+        def register_datasets():
+            return [cmbench.Dataset("my-table", load_my_table, shape=(500, 12), rank=4)]
+    """

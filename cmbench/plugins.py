@@ -1,0 +1,259 @@
+"""The one plugin manager: built-ins, entry points, files and modules, validated.
+
+Plugins are loaded in this order, and every component remembers which plugin
+declared it:
+
+1. the built-in modules in ``plugins/`` (shipped as ``cmbench.builtins``);
+2. installed distributions with an entry point in group ``cmbench``;
+3. ``--plugin PATH.py`` or ``--plugin dotted.module`` (repeatable);
+4. ``plugins = [...]`` in a suite file (resolved by `cmbench.suite`).
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Iterable, Sequence
+
+import numpy as np
+import pluggy
+
+from . import __version__, hookspecs
+from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Recoverer
+from .errors import PluginError
+
+BUILTIN_MODULES = ("adversaries", "recoverers", "estimators", "datasets", "peers")
+KINDS = {
+    "adversaries": (Adversary, "register_adversaries"),
+    "recoverers": (Recoverer, "register_recoverers"),
+    "estimators": (Estimator, "register_estimators"),
+    "datasets": (Dataset, "register_datasets"),
+}
+KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+# What each kind's callable is called with, to check its signature fits.
+_X = np.zeros((2, 2))
+_CALLS = {
+    "adversaries": lambda c: ((_X, 0.0), dict(rng=None, structure=None)),
+    "recoverers": lambda c: ((_X,), dict(rng=None, structure=None, rank=None)),
+    "estimators": lambda c: ((_X,), dict(rng=None)),
+    "datasets": lambda c: ((), dict(instance=0, rng=None)),
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a component came from: the plugin's name and version."""
+
+    plugin: str
+    version: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.plugin} {self.version}".strip()
+
+
+@dataclass
+class Registry:
+    """Every loaded component, by kind and name, with the plugin that declared it."""
+
+    adversaries: dict = field(default_factory=dict)
+    recoverers: dict = field(default_factory=dict)
+    estimators: dict = field(default_factory=dict)
+    datasets: dict = field(default_factory=dict)
+    sources: dict = field(default_factory=dict)  # (kind, name) -> Source
+    plugins: list = field(default_factory=list)  # Source of each loaded plugin, in order
+
+    def kind(self, kind: str) -> dict:
+        return getattr(self, kind)
+
+    def get(self, kind: str, name: str) -> Component:
+        """The declaration ``name`` of ``kind``, or a `PluginError` with the close matches."""
+        table = self.kind(kind)
+        if name in table:
+            return table[name]
+        raise PluginError(f"unknown {kind[:-1]} {name!r}; {choices_hint(name, table)}")
+
+    def source(self, kind: str, name: str) -> Source:
+        return self.sources[(kind, name)]
+
+
+def choices_hint(name: str, valid: Iterable[str]) -> str:
+    """'did you mean X? valid: ...' with the close matches first."""
+    valid = sorted(valid)
+    close = difflib.get_close_matches(name, valid, n=3, cutoff=0.5)
+    rest = [v for v in valid if v not in close]
+    text = f"valid: {', '.join(close + rest)}"
+    return f"did you mean {close[0]!r}? {text}" if close else text
+
+
+class _Loader:
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager("cmbench")
+        self.pm.add_hookspecs(hookspecs)
+        self.registry = Registry()
+
+    def add(self, plugin: object, source: Source) -> None:
+        name = source.plugin
+        if self.pm.is_registered(plugin) or self.pm.has_plugin(name):
+            return  # the same plugin named twice (e.g. on the CLI and in a suite)
+        try:
+            self.pm.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(f"plugin {name}: {exc}") from None
+        self.registry.plugins.append(source)
+        for kind, (cls, hook) in KINDS.items():
+            for impl in getattr(self.pm.hook, hook).get_hookimpls():
+                if impl.plugin is plugin:
+                    self._collect(kind, cls, impl.function, source)
+
+    def _collect(self, kind: str, cls: type, hook_fn, source: Source) -> None:
+        try:
+            items = hook_fn()
+        except Exception as exc:  # a plugin's own bug, reported as its own
+            raise PluginError(f"plugin {source.plugin}: {hook_fn.__name__}() raised {_where(exc)}") from None
+        if items is None:
+            return
+        try:
+            items = list(items)
+        except TypeError:
+            raise PluginError(
+                f"plugin {source.plugin}: {hook_fn.__name__}() must return an iterable of "
+                f"cmbench.{cls.__name__}, got {type(items).__name__}") from None
+        table = self.registry.kind(kind)
+        for item in items:
+            _validate(kind, cls, item, source)
+            if item.name in table:
+                other = self.registry.sources[(kind, item.name)]
+                raise PluginError(
+                    f"duplicate {kind[:-1]} name {item.name!r}: declared by plugin {other.plugin} "
+                    f"and by plugin {source.plugin}")
+            table[item.name] = item
+            self.registry.sources[(kind, item.name)] = source
+
+
+def _validate(kind: str, cls: type, item: object, source: Source) -> None:
+    where = f"plugin {source.plugin}"
+    if not isinstance(item, cls):
+        raise PluginError(f"{where}: {kind} hook returned {item!r}; expected cmbench.{cls.__name__}")
+    what = f"{where}, {kind[:-1]} {item.name!r}"
+    if not isinstance(item.name, str) or not KEBAB.match(item.name):
+        raise PluginError(f"{what}: the name must be kebab-case (lowercase words joined by '-')")
+    if not callable(item.fn):
+        raise PluginError(f"{what}: fn is not callable")
+    if not isinstance(item.params, dict):
+        raise PluginError(f"{what}: params must be a dict of defaults")
+    if isinstance(item, Adversary):
+        if item.level not in LEVELS:
+            raise PluginError(f"{what}: level {item.level!r} is not one of {', '.join(LEVELS)}")
+        if item.mode not in MODES:
+            raise PluginError(f"{what}: mode {item.mode!r} is not one of {', '.join(MODES)}")
+    if isinstance(item, Recoverer) and not set(item.modes) <= set(MODES):
+        raise PluginError(f"{what}: modes {item.modes!r} must be among {', '.join(MODES)}")
+    check_signature(kind, item, item.params, what)
+
+
+def check_signature(kind: str, item: Component, params: dict, what: str) -> None:
+    """Raise `PluginError` unless ``item.fn`` accepts the contract's arguments and ``params``."""
+    try:
+        sig = inspect.signature(item.fn)
+    except (TypeError, ValueError):
+        return  # builtins without a signature: nothing to check
+    args, kwargs = _CALLS[kind](item)
+    if getattr(item, "adaptive", False):
+        kwargs = dict(kwargs, pipeline=None)
+    try:
+        sig.bind(*args, **kwargs, **params)
+    except TypeError as exc:
+        expected = ", ".join([*("X", "budget")[: len(args)], *(f"{k}=" for k in kwargs)])
+        raise PluginError(f"{what}: signature {item.fn.__name__}{sig} does not fit the contract "
+                          f"({expected}, **params): {exc}") from None
+
+
+def _where(exc: BaseException) -> str:
+    """'ValueError: msg (file.py:12)' naming the innermost frame of the plugin's code."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    loc = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{loc}"
+
+
+def _import_file(path: Path) -> ModuleType:
+    key = hashlib.sha1(str(path).encode()).hexdigest()[:8]
+    stem = re.sub(r"\W", "_", path.stem)
+    modname = f"cmbench_plugin_{stem}_{key}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        del sys.modules[modname]
+        raise PluginError(f"plugin file {exc.filename}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except Exception as exc:
+        del sys.modules[modname]
+        raise PluginError(f"plugin file {path} failed to import: {_where_in(exc, path)}") from None
+    return module
+
+
+def _where_in(exc: BaseException, path: Path) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    loc = f" at line {frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {exc}{loc}"
+
+
+def resolve_plugin(spec: str, base: Path | None = None) -> tuple[ModuleType, Source]:
+    """Import a plugin given as a ``.py`` path (relative to ``base``) or a dotted module."""
+    spec = str(spec)
+    if spec.endswith(".py") or "/" in spec or "\\" in spec:
+        path = Path(spec)
+        if not path.is_absolute() and base is not None:
+            path = base / path
+        path = path.resolve()
+        if not path.is_file():
+            raise PluginError(f"plugin file {path} does not exist")
+        return _import_file(path), Source(str(path))
+    try:
+        module = importlib.import_module(spec)
+    except ModuleNotFoundError as exc:
+        if exc.name and spec.startswith(exc.name):
+            raise PluginError(f"plugin module {spec!r} not found (give a .py path or an importable module)") from None
+        raise PluginError(f"plugin module {spec} failed to import: {_where(exc)}") from None
+    except SyntaxError as exc:
+        raise PluginError(f"plugin module {spec}: {exc.filename}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except Exception as exc:
+        raise PluginError(f"plugin module {spec} failed to import: {_where(exc)}") from None
+    return module, Source(spec, str(getattr(module, "__version__", "")))
+
+
+def load_plugins(extra: Sequence = (), base: Path | None = None) -> Registry:
+    """Load built-ins, entry points, then ``extra`` (paths, dotted names or module objects)."""
+    loader = _Loader()
+    for name in BUILTIN_MODULES:
+        module = importlib.import_module(f"cmbench.builtins.{name}")
+        loader.add(module, Source(f"cmbench.{name}", __version__))
+    for ep in sorted(importlib.metadata.entry_points(group="cmbench"), key=lambda e: e.name):
+        dist = getattr(ep, "dist", None)
+        label = f"{dist.name}:{ep.name}" if dist is not None else ep.name
+        version = dist.version if dist is not None else ""
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            raise PluginError(f"entry point {ep.name} = {ep.value} ({label}) failed to load: {_where(exc)}") from None
+        loader.add(plugin, Source(label, version))
+    for spec in extra:
+        if isinstance(spec, ModuleType):
+            loader.add(spec, Source(spec.__name__, str(getattr(spec, "__version__", ""))))
+        else:
+            module, source = resolve_plugin(spec, base)
+            loader.add(module, source)
+    return loader.registry

@@ -1,0 +1,1 @@
+"""Built-in adversaries (placeholder until implemented)."""

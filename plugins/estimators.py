@@ -1,0 +1,1 @@
+"""Built-in estimators (placeholder until implemented)."""

@@ -1,0 +1,1 @@
+"""Built-in peers (placeholder until implemented)."""
