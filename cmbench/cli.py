@@ -1,0 +1,155 @@
+"""The `cmbench` command: parse, call, print. A user's mistake exits 2 with one line."""
+from __future__ import annotations
+
+import collections
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import UserError
+
+
+class _Group(click.Group):
+    """Turn the library's user errors into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            click.echo(f"cmbench: error: {exc}", err=True)
+            sys.exit(2)
+
+
+plugin_option = click.option("--plugin", "plugins", multiple=True, metavar="PATH.py|module",
+                             help="Load a plugin file or module (repeatable).")
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="cmbench")
+def main() -> None:
+    """Benchmark robust mean estimators under coordinate-level corruption."""
+
+
+@main.command()
+@plugin_option
+def plugins(plugins) -> None:
+    """List every component: kind, name, plugin and version, description."""
+    from .plugins import load_plugins
+
+    registry = load_plugins(plugins)
+    rows = [(kind[:-1], name, str(registry.source(kind, name)), decl.description)
+            for kind in ("datasets", "adversaries", "recoverers", "estimators")
+            for name, decl in registry.kind(kind).items()]
+    _table(("kind", "name", "plugin", "description"), rows)
+
+
+@main.command()
+@click.argument("suite")
+@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for cubes, cache and report.")
+@plugin_option
+@click.option("--workers", default=1, show_default=True, type=int, help="Local worker processes.")
+@click.option("--scheduler", default=None, metavar="ADDRESS|local",
+              help="Run on a Dask cluster ('local' starts a LocalCluster on 127.0.0.1).")
+@click.option("--timeout", default=None, type=float, metavar="SECONDS", help="Stop a plugin call after this long.")
+@click.option("--resume/--no-resume", default=True, show_default=True, help="Reuse finished units.")
+@click.option("--report/--no-report", default=True, show_default=True, help="Write the suite's PDF.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, progress) -> None:
+    """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
+    from .cube import failures
+    from .runner import Interrupted, Progress, run_suite
+
+    stats = Progress()
+    try:
+        cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
+                          timeout=timeout, resume=resume, progress=progress, report=report, stats=stats)
+    except Interrupted as exc:
+        click.echo(f"cmbench: {exc}", err=True)
+        sys.exit(130)
+    counts = collections.Counter()
+    failed = []
+    for name, ds in cubes.items():
+        counts.update(ds["status"].values.ravel().tolist())
+        failed += [dict(row, experiment=name) for row in failures(ds)]
+    suite_name = next(iter(cubes.values())).attrs["suite"] if cubes else suite
+    click.echo(f"{sum(counts.values())} cells ({stats.total} units, {stats.cached} cached): "
+               + ", ".join(f"{counts[s]} {s}" for s in ("ok", "undefined", "not-applicable", "failed", "timeout")
+                           if counts[s]))
+    click.echo(f"cubes: {Path(out) / suite_name}/")
+    if report:
+        click.echo(f"report: {Path(out) / (suite_name + '.pdf')}")
+    if failed:
+        click.echo(f"{len(failed)} cells failed or timed out:", err=True)
+        by_error = collections.Counter(row["error"] for row in failed)
+        for error, n in by_error.most_common(10):
+            click.echo(f"  {n} x {error}", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("cubes", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="PDF to write.")
+@click.option("--baseline", default=None, type=click.Path(), help="A cube to compare every method against.")
+@click.option("--png", "png_dir", default=None, type=click.Path(file_okay=False), help="Also write PNG figures here.")
+def report(cubes, output, baseline, png_dir) -> None:
+    """Draw the PDF report of one or more results cubes (no rerun needed)."""
+    from .report import write_report
+
+    path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
+    click.echo(f"report: {path}")
+
+
+@main.group(invoke_without_command=True)
+@plugin_option
+@click.pass_context
+def datasets(ctx, plugins) -> None:
+    """List every data set: shape, rank hint, whether its files are present and where."""
+    ctx.obj = plugins
+    if ctx.invoked_subcommand is not None:
+        return
+    from .data import status
+    from .plugins import load_plugins
+
+    rows = []
+    for row in status(load_plugins(plugins)):
+        shape = "x".join(map(str, row["shape"])) if row.get("shape") else "?"
+        present = {None: "generated", True: "present", False: "absent"}[row["present"]]
+        where = row["where"] if isinstance(row["where"], str) else ", ".join(map(str, row["where"] or []))
+        rows.append((row["name"], shape, str(row.get("rank") or ""), present, where))
+    _table(("name", "shape", "rank", "files", "where"), rows)
+
+
+@datasets.command()
+@click.argument("name")
+@click.pass_obj
+def fetch(plugins, name) -> None:
+    """Download a data set's files (or 'all') into the cache folder, verified by SHA-256."""
+    from . import data
+    from .plugins import load_plugins
+
+    registry = load_plugins(plugins)
+    names = [n for n, d in registry.datasets.items() if d.files] if name == "all" else [name]
+    for n in names:
+        decl = registry.get("datasets", n)
+        if not decl.files:
+            click.echo(f"{n}: generated, nothing to fetch")
+            continue
+        found = data.locate(decl)
+        path = found if found is not None else data.fetch(decl)
+        click.echo(f"{n}: {path}")
+
+
+def _table(header, rows) -> None:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    widths[-1] = 0  # the last column runs free
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    click.echo(line(header))
+    for row in rows:
+        click.echo(line(row))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

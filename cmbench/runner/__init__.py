@@ -1,0 +1,173 @@
+"""The suite runner: sweep an experiment grid in staged units, persist, resume, assemble cubes."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import xarray as xr
+from tqdm import tqdm
+
+from .. import cube as cubes
+from ..errors import UserError
+from ..suite import Experiment, Suite, load_suite
+from .executors import run_jobs
+from .store import Store
+from .units import Job, execute, failed_cells, load_data
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a sweep; finished units are kept."""
+
+
+@dataclass
+class Progress:
+    total: int = 0
+    cached: int = 0
+    computed: int = 0
+    failed: int = 0
+
+
+def plan(suite: Suite, timeout: Optional[float] = None) -> list[tuple[Experiment, Job]]:
+    """Every unit of the suite, grouped by data set so per-process data memos hit."""
+    jobs = []
+    for exp in suite.experiments:
+        for ds in exp.datasets:
+            for inst in exp.instances:
+                for adv in exp.adversaries:
+                    for budget in exp.budgets:
+                        jobs.append((exp, Job(str(suite.path), suite.plugins, exp.name, ds.label,
+                                              inst, adv.label, budget, timeout)))
+    return jobs
+
+
+def check_data_files(suite: Suite) -> None:
+    """Fail before the sweep, not in every cell, when a data set's files are absent."""
+    from .. import data
+
+    seen = set()
+    for exp in suite.experiments:
+        for ds in exp.datasets:
+            if ds.decl.files and ds.name not in seen:
+                seen.add(ds.name)
+                data.require(ds.decl)
+
+
+def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional[str] = None,
+              plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
+              progress: Optional[bool] = None, report: bool = True, stats: Optional[Progress] = None
+              ) -> dict[str, xr.Dataset]:
+    """Run a suite; return its cubes by experiment name.
+
+    Cubes are written to ``<out>/<suite>/<experiment>.nc`` and, with ``report``,
+    the PDF to ``<out>/<suite>.pdf``. Finished units are cached under
+    ``<out>/<suite>/.cache`` and reused by the next run unless ``resume`` is False.
+    """
+    suite = load_suite(name_or_path, plugins)
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1, got {workers}")
+    if timeout is not None and timeout <= 0:
+        raise UserError(f"--timeout must be positive, got {timeout}")
+    check_data_files(suite)
+    root = Path(out) / suite.name
+    store = Store(root, suite)
+    store.lock()
+    try:
+        if not resume:
+            store.clear()
+        results = _sweep(suite, store, workers, scheduler, timeout, progress,
+                         stats if stats is not None else Progress())
+        written = {}
+        for exp in suite.experiments:
+            ds = assemble(suite, exp, results[exp.name])
+            cubes.save(ds, root / f"{exp.name}.nc")
+            written[exp.name] = ds
+    finally:
+        store.unlock()
+    if report:
+        from ..report import write_report
+
+        write_report([root / f"{e.name}.nc" for e in suite.experiments], Path(out) / f"{suite.name}.pdf")
+    return written
+
+
+def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress) -> dict:
+    planned = plan(suite, timeout)
+    results = {exp.name: {} for exp in suite.experiments}
+    todo = []
+    for exp, job in planned:
+        cached = store.get(exp, job)
+        if cached is None:
+            todo.append((exp, job))
+        else:
+            results[exp.name][job.coords] = cached
+    stats.total, stats.cached = len(planned), len(planned) - len(todo)
+    exps = {exp.name: exp for exp, _ in todo}
+    bar = tqdm(total=len(planned), initial=stats.cached, desc=f"cmbench {suite.name}", unit="unit",
+               file=sys.stderr, delay=0.5, dynamic_ncols=True,
+               disable=(not sys.stderr.isatty()) if progress is None else not progress)
+    bar.set_postfix(cached=stats.cached, failed=0)
+    try:
+        for job, result in run_jobs([job for _, job in todo], execute, workers, scheduler):
+            exp = exps[job.experiment]
+            results[exp.name][job.coords] = result
+            bad = failed_cells(result)
+            stats.computed += 1
+            if bad:
+                stats.failed += 1  # not cached: a rerun tries the unit again
+            else:
+                store.put(exp, job, result)
+            bar.update(1)
+            bar.set_postfix(cached=stats.cached, failed=stats.failed)
+    except KeyboardInterrupt:
+        bar.close()
+        kept = stats.cached + stats.computed - stats.failed
+        raise Interrupted(f"interrupted: {kept} of {stats.total} units are finished and kept in "
+                          f"{store.cache}; run the same command again to resume") from None
+    bar.close()
+    return results
+
+
+def assemble(suite: Suite, exp: Experiment, results: dict) -> xr.Dataset:
+    coords = {
+        "dataset": [d.label for d in exp.datasets], "instance": list(exp.instances),
+        "adversary": [a.label for a in exp.adversaries], "budget": list(exp.budgets),
+        "recoverer": [r.label for r in exp.recoverers], "estimator": [e.label for e in exp.estimators],
+    }
+    attrs = {
+        "suite": suite.name, "suite_file": str(suite.path), "suite_hash": suite.hash,
+        "experiment": exp.name, "description": exp.description or suite.description,
+        "seed": suite.seed, "metrics": list(exp.metrics),
+        "methods": {k: list(v) for k, v in exp.methods.items()},
+        "plugins": [{"plugin": s.plugin, "version": s.version} for s in suite.registry.plugins],
+        "components": {kind: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
+                              for e in getattr(exp, kind)}
+                       for kind in ("datasets", "adversaries", "recoverers", "estimators")},
+        "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,
+                                       "adaptive": a.decl.adaptive} for a in exp.adversaries},
+        "datasets_info": {d.label: dataset_info(suite, exp, d.label) for d in exp.datasets},
+        "d_entry_method": "row-correspondence bound (exact for adversaries that corrupt rows in place)",
+    }
+    return cubes.build(coords, results, attrs)
+
+
+def dataset_info(suite: Suite, exp: Experiment, label: str) -> dict:
+    """Shape, rank and, where A is known, m_A and the paper's thresholds."""
+    from .. import theory
+
+    job = Job(str(suite.path), suite.plugins, exp.name, label, exp.instances[0], "", 0.0)
+    try:
+        data = load_data(job)
+    except Exception as exc:  # already recorded in the cells; the info stays empty
+        return {"name": label, "shape": None, "rank": None, "structure_known": False,
+                "m_a": None, "thresholds": {}, "error": str(exc)}
+    entry = next(d for d in exp.datasets if d.label == label)
+    info = {"name": entry.name, "shape": list(data.X.shape), "rank": data.rank,
+            "structure_known": data.structure is not None, "m_a": None, "thresholds": {}}
+    if data.structure is not None:
+        info["m_a"] = int(theory.m_a(data.structure))
+        info["r"] = int(data.structure.shape[1])
+        info["thresholds"] = {k: {"value": float(v), "label": theory.THRESHOLD_LABELS.get(k, k)}
+                              for k, v in theory.thresholds(data.structure).items()}
+    return info

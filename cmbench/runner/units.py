@@ -1,0 +1,370 @@
+"""One unit of work: a corruption and everything computed on it.
+
+A unit is (experiment, dataset, instance, adversary, budget). It loads the data
+(memoized per process), corrupts once, recovers once per recoverer and estimates
+once per estimator on each recovery, so nothing is recomputed per estimator.
+Jobs are small picklable records: workers re-load the suite by path, which keeps
+plugin files loadable in any process (local or Dask).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import signal
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ..components import Data, NotApplicable, Undefined
+from ..suite import Entry, Experiment, Suite, load_suite
+from .seeds import rng_for
+
+OK, UNDEFINED, NOT_APPLICABLE, FAILED, TIMEOUT = "ok", "undefined", "not-applicable", "failed", "timeout"
+FAILURES = (FAILED, TIMEOUT)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to compute one unit."""
+
+    suite_path: str
+    plugins: tuple
+    experiment: str
+    dataset: str
+    instance: int
+    adversary: str
+    budget: float
+    timeout: Optional[float] = None
+
+    @property
+    def coords(self) -> tuple:
+        return (self.dataset, self.instance, self.adversary, self.budget)
+
+
+class CallTimeout(Exception):
+    """A plugin call ran past ``--timeout``."""
+
+
+@dataclass
+class Outcome:
+    status: str
+    error: str = ""
+    value: Any = None
+    seconds: float = float("nan")
+
+
+# ---------------------------------------------------------------- per-process memo
+@functools.lru_cache(maxsize=4)
+def suite_for(path: str, plugins: tuple) -> Suite:
+    return load_suite(path, plugins)
+
+
+def experiment_for(job: Job) -> tuple[Suite, Experiment]:
+    suite = suite_for(job.suite_path, job.plugins)
+    return suite, next(e for e in suite.experiments if e.name == job.experiment)
+
+
+def _entry(entries, label: str) -> Entry:
+    return next(e for e in entries if e.label == label)
+
+
+@functools.lru_cache(maxsize=6)
+def _load(suite_path: str, plugins: tuple, experiment: str, dataset: str, instance: int) -> Data:
+    suite = suite_for(suite_path, plugins)
+    exp = next(e for e in suite.experiments if e.name == experiment)
+    entry = _entry(exp.datasets, dataset)
+    rng = rng_for(suite.seed, "load", dataset, instance)
+    data = entry.decl.fn(instance=instance, rng=rng, **entry.params)
+    return check_data(data, entry)
+
+
+def check_data(data: Data, entry: Entry) -> Data:
+    """Refuse data that would give silently wrong numbers; name the data set and column."""
+    what = f"data set {entry.label!r} ({entry.source})"
+    if not isinstance(data, Data):
+        raise TypeError(f"{what}: load() returned {type(data).__name__}, expected cmbench.Data")
+    X = np.asarray(data.X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"{what}: X must be 2-D (N, n), got shape {X.shape}")
+    N, n = X.shape
+    names = list(data.columns) if len(data.columns) == n else [str(j) for j in range(n)]
+    if N < 2:
+        raise ValueError(f"{what}: {N} row(s); a mean needs at least 2")
+    bad = ~np.isfinite(X) & ~np.isnan(X)
+    if bad.any():
+        raise ValueError(f"{what}: column {names[int(np.nonzero(bad.any(0))[0][0])]!r} holds inf")
+    if np.isnan(X).any():
+        raise ValueError(f"{what}: column {names[int(np.nonzero(np.isnan(X).any(0))[0][0])]!r} holds NaN "
+                         "before corruption; give the data set a missing-value policy")
+    mean = np.asarray(data.mean, dtype=float)
+    if mean.shape != (n,) or not np.isfinite(mean).all():
+        raise ValueError(f"{what}: true mean must be a finite ({n},) vector, got shape {mean.shape}")
+    X.setflags(write=False)
+    return Data(X=X, mean=mean, cov=None if data.cov is None else np.asarray(data.cov, dtype=float),
+                structure=None if data.structure is None else np.asarray(data.structure, dtype=float),
+                rank=data.rank, columns=tuple(names))
+
+
+def load_data(job: Job) -> Data:
+    return _load(job.suite_path, job.plugins, job.experiment, job.dataset, job.instance)
+
+
+# ---------------------------------------------------------------- guarded plugin calls
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    loc = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    msg = str(exc)
+    if isinstance(exc, ValueError) and "read-only" in msg:
+        msg += " - the plugin modified its input in place"
+    return f"{type(exc).__name__}: {msg}{loc}"
+
+
+def _alarm(signum, frame):
+    raise CallTimeout()
+
+
+def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
+    """Run one plugin call; classify its outcome instead of letting it escape."""
+    start = time.perf_counter()
+    use_alarm = timeout and threading.current_thread() is threading.main_thread()
+    try:
+        if use_alarm:
+            previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+        elif timeout:
+            value = _call_in_thread(fn, timeout, args, kwargs)
+        else:
+            value = fn(*args, **kwargs)
+    except CallTimeout:
+        return Outcome(TIMEOUT, f"stopped after --timeout {timeout:g} s", seconds=time.perf_counter() - start)
+    except Undefined as exc:
+        return Outcome(UNDEFINED, str(exc) or "undefined", seconds=time.perf_counter() - start)
+    except NotApplicable as exc:
+        return Outcome(NOT_APPLICABLE, str(exc) or "not applicable", seconds=time.perf_counter() - start)
+    except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
+        return Outcome(FAILED, _where(exc), seconds=time.perf_counter() - start)
+    return Outcome(OK, value=value, seconds=time.perf_counter() - start)
+
+
+def _call_in_thread(fn, timeout, args, kwargs):
+    """Off the main thread (Dask workers) no alarm exists: abandon the call at the deadline."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed back to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise CallTimeout()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def readonly(X: np.ndarray) -> np.ndarray:
+    view = X.view()
+    view.setflags(write=False)
+    return view
+
+
+# ---------------------------------------------------------------- checks on outputs
+def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.ndarray:
+    """The adversary's contract: same shape, missing mode only hides, budget respected."""
+    name = f"adversary {adv.label!r} ({adv.source})"
+    Xc = np.asarray(Xc, dtype=float)
+    if Xc.shape != X.shape:
+        raise ValueError(f"{name} returned shape {Xc.shape}, expected {X.shape}")
+    changed = ~((Xc == X) | (np.isnan(Xc) & np.isnan(X)))
+    if adv.decl.mode == "missing" and (changed & ~np.isnan(Xc)).any():
+        raise ValueError(f"{name} is a missing-mode adversary but changed visible values")
+    N, n = X.shape
+    level = adv.decl.level
+    if level == "sample":
+        used, cap = int(changed.any(1).sum()), math.floor(budget * N + 1e-9)
+        unit = "rows"
+    elif level == "value":
+        used, cap = int(changed.sum(0).max(initial=0)), math.floor(budget * N + 1e-9)
+        unit = "entries in one column"
+    else:
+        used, cap = int(changed.sum()), math.floor(budget * N * n + 1e-9)
+        unit = "entries"
+    if used > cap:
+        raise ValueError(f"{name} exceeded its budget: {used} {unit} corrupted, at most {cap} allowed "
+                         f"at {level} level with budget {budget:g}")
+    return Xc
+
+
+def check_recovery(out: Any, Xc: np.ndarray, rec: Entry) -> tuple[np.ndarray, dict]:
+    name = f"recoverer {rec.label!r} ({rec.source})"
+    info = {}
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
+        out, info = out
+    Xr = np.asarray(out, dtype=float)
+    if Xr.shape != Xc.shape:
+        raise ValueError(f"{name} returned shape {Xr.shape}, expected {Xc.shape}")
+    if np.isinf(Xr).any():
+        raise ValueError(f"{name} returned inf values")
+    return Xr, {k: float(v) for k, v in info.items() if isinstance(v, (bool, int, float, np.number))}
+
+
+def check_estimate(mu: Any, n: int, est: Entry) -> np.ndarray:
+    name = f"estimator {est.label!r} ({est.source})"
+    mu = np.asarray(mu, dtype=float)
+    if mu.shape != (n,):
+        raise ValueError(f"{name} returned shape {mu.shape}, expected ({n},)")
+    if not np.isfinite(mu).all():
+        raise ValueError(f"{name} returned a NaN or inf mean; raise cmbench.Undefined if the method "
+                         "is not defined on this input")
+    return mu
+
+
+def guarded(check: Callable, outcome: Outcome, *args) -> Outcome:
+    """Apply an output check to a successful call; a violation fails the cell."""
+    if outcome.status != OK:
+        return outcome
+    try:
+        outcome.value = check(outcome.value, *args)
+    except Exception as exc:
+        return Outcome(FAILED, str(exc), seconds=outcome.seconds)
+    return outcome
+
+
+# ---------------------------------------------------------------- metrics
+def recovery_fractions(X: np.ndarray, Xc: np.ndarray, Xr: np.ndarray, mode: str) -> tuple[float, float]:
+    """Fraction of corrupted entries recovered, and of rows still holding NaN.
+
+    Missing mode: a hidden entry counts as recovered once it is filled in.
+    Replace mode: a replaced entry counts once it is restored to its clean value
+    (relative tolerance 1e-6), since a replacement is never NaN.
+    """
+    discarded = float(np.isnan(Xr).any(1).mean())
+    if mode == "missing":
+        hidden = np.isnan(Xc) & ~np.isnan(X)
+        done = hidden & ~np.isnan(Xr)
+    else:
+        hidden = ~((Xc == X) | (np.isnan(Xc) & np.isnan(X)))
+        scale = np.nanstd(X, axis=0) + 1e-12
+        done = hidden & (np.abs(Xr - X) <= 1e-6 * scale)
+    total = int(hidden.sum())
+    return (float(done.sum()) / total if total else float("nan")), discarded
+
+
+def errors(mu: np.ndarray, data: Data) -> dict:
+    from ..theory import mahalanobis
+
+    l2 = float(np.linalg.norm(mu - data.mean))
+    maha = float(mahalanobis(mu, data.mean, data.cov)) if data.cov is not None else float("nan")
+    return {"l2": l2, "mahalanobis": maha}
+
+
+def corruption_distances(X: np.ndarray, Xc: np.ndarray) -> dict:
+    """d_ENTRY (p = 1, inf) and d_TV between the clean and the corrupted sample.
+
+    Uses the adversary's own row correspondence (row i of the corruption is row
+    i of the clean data): an upper bound on the optimal coupling, exact for
+    every built-in adversary that corrupts rows in place.
+    """
+    from ..theory import d_entry_bound
+
+    changed = ~((Xc == X) | (np.isnan(Xc) & np.isnan(X)))
+    return {
+        "d_entry1": float(d_entry_bound(X, Xc, 1)),
+        "d_entry_inf": float(d_entry_bound(X, Xc, np.inf)),
+        "d_tv": float(changed.any(1).mean()),
+    }
+
+
+# ---------------------------------------------------------------- the unit
+def execute(job: Job) -> dict:
+    """Compute one unit; always returns a JSON-able result, failures recorded inside."""
+    with threadpool_limits(limits=1):  # bit-identical results whatever the executor
+        return _execute(job)
+
+
+def _execute(job: Job) -> dict:
+    suite, exp = experiment_for(job)
+    adv = _entry(exp.adversaries, job.adversary)
+    result = {"corruption": {}, "recovery": {}, "cells": {}}
+    try:
+        data = load_data(job)
+    except Exception as exc:
+        return _fail_all(result, exp, FAILED, f"loading data set {job.dataset!r}: {_where(exc)}")
+    X, A = data.X, data.structure
+    rng = rng_for(suite.seed, "corrupt", *job.coords)
+    corrupted = guarded(check_corruption, call(adv.decl.fn, job.timeout, readonly(X), job.budget,
+                                                rng=rng, structure=A, **adv.params), X, adv, job.budget)
+    result["corruption"] = {"status": corrupted.status, "error": corrupted.error, "seconds": corrupted.seconds}
+    if corrupted.status != OK:
+        prefix = f"adversary {adv.label!r}: " if corrupted.status in FAILURES else ""
+        return _fail_all(result, exp, corrupted.status, prefix + corrupted.error)
+    Xc = corrupted.value
+    Xc.setflags(write=False)
+    result["corruption"].update(corruption_distances(X, Xc))
+    for rec in exp.recoverers:
+        result["recovery"][rec.label], result["cells"][rec.label] = _recover_and_estimate(
+            job, suite.seed, exp, adv, rec, data, Xc)
+    return result
+
+
+def _recover_and_estimate(job: Job, seed: int, exp: Experiment, adv: Entry, rec: Entry,
+                          data: Data, Xc: np.ndarray) -> tuple[dict, dict]:
+    if adv.decl.mode not in rec.decl.modes:
+        out = Outcome(NOT_APPLICABLE, f"recoverer {rec.label!r} handles {'/'.join(rec.decl.modes)} "
+                                      f"corruption, not {adv.decl.mode}")
+    elif rec.decl.needs_structure and data.structure is None:
+        out = Outcome(NOT_APPLICABLE, f"recoverer {rec.label!r} needs the structure A, which data set "
+                                      f"{job.dataset!r} does not know")
+    else:
+        rng = rng_for(seed, "recover", *job.coords, rec.label)
+        out = guarded(check_recovery, call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure,
+                                           rank=data.rank, **rec.params), Xc, rec)
+    recovery = {"status": out.status, "error": out.error, "seconds": out.seconds}
+    if out.status != OK:
+        prefix = f"recoverer {rec.label!r}: " if out.status in FAILURES else ""
+        cell = {"status": out.status, "error": prefix + out.error}
+        return recovery, {est.label: dict(cell) for est in exp.estimators}
+    Xr, info = out.value
+    Xr.setflags(write=False)
+    rf, df = recovery_fractions(data.X, Xc, Xr, adv.decl.mode)
+    recovery.update(recovered_fraction=rf, discarded_fraction=df, info=info)
+    cells = {}
+    n = data.X.shape[1]
+    for est in exp.estimators:
+        rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
+        res = guarded(check_estimate, call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params), n, est)
+        cell = {"status": res.status, "error": res.error,
+                "seconds": recovery["seconds"] + res.seconds}
+        if res.status == OK:
+            cell.update(errors(res.value, data))
+        elif res.status in FAILURES:
+            cell["error"] = f"estimator {est.label!r}: {res.error}"
+        cells[est.label] = cell
+    return recovery, cells
+
+
+def _fail_all(result: dict, exp: Experiment, status: str, error: str) -> dict:
+    result["corruption"].update(status=status, error=error)
+    for rec in exp.recoverers:
+        result["recovery"][rec.label] = {"status": status, "error": error}
+        result["cells"][rec.label] = {est.label: {"status": status, "error": error}
+                                      for est in exp.estimators}
+    return result
+
+
+def failed_cells(result: dict) -> int:
+    return sum(cell["status"] in FAILURES for cells in result["cells"].values() for cell in cells.values())

@@ -1,0 +1,387 @@
+"""TOML suite file -> validated experiment grid.
+
+A suite names components by the names plugins registered; every error names the
+file, the key and the valid choices, so a typo never reaches the runner.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .components import Component
+from .errors import PluginError, SuiteError
+from .plugins import Registry, choices_hint, load_plugins
+
+SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list}
+REQUIRED_SUITE_KEYS = ("name", "experiment")
+EXPERIMENT_KEYS = {
+    "name": str, "description": str, "datasets": list, "instances": (int, list),
+    "adversaries": list, "budgets": (list, dict), "recoverers": list, "estimators": list,
+    "metrics": list, "methods": dict,
+}
+REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recoverers", "estimators")
+METRICS = ("l2", "mahalanobis")
+COMPONENT_LISTS = {"datasets": "datasets", "adversaries": "adversaries",
+                   "recoverers": "recoverers", "estimators": "estimators"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A component chosen in a suite: its label in the cube and its merged params."""
+
+    label: str
+    decl: Component
+    params: dict
+    source: str = ""  # plugin name and version
+
+    @property
+    def name(self) -> str:
+        return self.decl.name
+
+    def spec(self) -> dict:
+        """What determines this entry's results (for cache keys and provenance)."""
+        return {"label": self.label, "name": self.decl.name, "params": self.params}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    datasets: tuple
+    instances: tuple
+    adversaries: tuple
+    budgets: tuple
+    recoverers: tuple
+    estimators: tuple
+    metrics: tuple
+    methods: dict  # label -> (recoverer label, estimator label)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    seed: int
+    path: Path
+    hash: str
+    plugins: tuple  # resolved plugin specs (CLI ones, then the suite's)
+    experiments: tuple
+    registry: Registry = field(repr=False, compare=False, default=None)
+
+
+def shipped_suites() -> list[str]:
+    """Names of the suites shipped in the package (``suites/*.toml``)."""
+    root = importlib.resources.files("cmbench.suites")
+    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+
+
+def resolve_suite_path(name_or_path: str | Path) -> Path:
+    """A shipped suite name (``paper``) or a path to a TOML file."""
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix == ".toml" or path.exists() or "/" in text:
+        if not path.is_file():
+            raise SuiteError(f"suite file {path} does not exist")
+        return path.resolve()
+    root = importlib.resources.files("cmbench.suites")
+    candidate = root / f"{text}.toml"
+    if candidate.is_file():
+        return Path(str(candidate))
+    raise SuiteError(f"unknown suite {text!r}; {choices_hint(text, shipped_suites())} "
+                     "(or give a path to a .toml file)")
+
+
+def load_suite(name_or_path: str | Path, plugins: Sequence = ()) -> Suite:
+    """Read, resolve and validate a suite; ``plugins`` are extra plugin specs (``--plugin``)."""
+    path = resolve_suite_path(name_or_path)
+    raw = path.read_bytes()
+    doc = _parse_toml(path, raw)
+    ctx = _Ctx(path)
+    _check_keys(ctx, doc, SUITE_KEYS, REQUIRED_SUITE_KEYS, "the suite")
+    suite_plugins = [_resolve_plugin_path(ctx, p, i) for i, p in enumerate(doc.get("plugins", []))]
+    specs = tuple(str(p) for p in plugins) + tuple(suite_plugins)
+    try:
+        registry = load_plugins(specs)
+    except PluginError as exc:
+        raise PluginError(f"{path}: {exc}") from None
+    experiments = doc["experiment"]
+    if not experiments:
+        raise SuiteError(f"{path}: key 'experiment': at least one [[experiment]] table is needed")
+    contenders = _contenders(registry, plugins)
+    parsed = []
+    for i, table in enumerate(experiments):
+        if not isinstance(table, dict):
+            raise SuiteError(f"{path}: key 'experiment' must be an array of tables ([[experiment]])")
+        parsed.append(_experiment(ctx.at(f"experiment[{i}]"), table, registry, contenders))
+    names = [e.name for e in parsed]
+    _no_duplicates(ctx, "experiment.name", names)
+    seed = doc.get("seed", 0)
+    return Suite(
+        name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
+        hash=hashlib.sha256(raw).hexdigest(), plugins=specs, experiments=tuple(parsed),
+        registry=registry,
+    )
+
+
+class _Ctx:
+    """Where we are in the file, for error messages."""
+
+    def __init__(self, path: Path, where: str = "") -> None:
+        self.path, self.where = path, where
+
+    def at(self, key: str) -> "_Ctx":
+        return _Ctx(self.path, f"{self.where}.{key}" if self.where else key)
+
+    def error(self, msg: str) -> SuiteError:
+        return SuiteError(f"{self.path}: key '{self.where}': {msg}")
+
+
+def _parse_toml(path: Path, raw: bytes) -> dict:
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"{path}: not UTF-8 text ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{path}:{_toml_location(raw, exc)}: invalid TOML: {_toml_message(exc)}") from None
+
+
+def _toml_message(exc: Exception) -> str:
+    msg = getattr(exc, "msg", None) or str(exc)
+    return msg.split(" (at ")[0]
+
+
+def _toml_location(raw: bytes, exc: Exception) -> str:
+    """'line:col' of a TOML error; tomllib omits it at the end of the document."""
+    line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
+    if line is None:
+        import re
+
+        m = re.search(r"line (\d+), column (\d+)", str(exc))
+        if m:
+            line, col = int(m.group(1)), int(m.group(2))
+    if line is None:  # "at end of document": point at the last line
+        lines = raw.decode("utf-8", "replace").splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+    return f"{line}:{col}"
+
+
+def _type_name(t) -> str:
+    names = {str: "a string", int: "an integer", list: "an array", dict: "a table", float: "a number"}
+    if isinstance(t, tuple):
+        return " or ".join(names[x] for x in t)
+    return names[t]
+
+
+def _check_keys(ctx: _Ctx, table: dict, allowed: dict, required: Sequence, what: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ctx.at(key).error(f"unknown key in {what}; {choices_hint(key, allowed)}")
+    for key in required:
+        if key not in table:
+            raise ctx.error(f"missing required key {key!r} in {what}") if ctx.where else SuiteError(
+                f"{ctx.path}: missing required key {key!r} in {what}")
+    for key, value in table.items():
+        expected = allowed[key]
+        if isinstance(value, bool) or not isinstance(value, expected):
+            raise ctx.at(key).error(f"expected {_type_name(expected)}, got {type(value).__name__} {value!r}")
+
+
+def _resolve_plugin_path(ctx: _Ctx, spec: Any, i: int) -> str:
+    if not isinstance(spec, str):
+        raise ctx.at(f"plugins[{i}]").error(f"expected a path or module name, got {spec!r}")
+    if spec.endswith(".py") or "/" in spec:
+        path = Path(spec)
+        path = path if path.is_absolute() else ctx.path.parent / path
+        if not path.is_file():
+            raise ctx.at(f"plugins[{i}]").error(f"plugin file {path} does not exist")
+        return str(path.resolve())
+    return spec
+
+
+def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
+    """Estimators and recoverers declared by ``--plugin`` plugins, by kind.
+
+    They join every experiment of the suite being run, so that
+    ``cmbench suite paper --plugin mine.py`` benchmarks the newcomer against the
+    suite's methods without editing the suite.
+    """
+    labels = set()
+    for spec in cli_plugins:
+        spec = str(spec)
+        labels.add(str(Path(spec).resolve()) if spec.endswith(".py") or "/" in spec else spec)
+    return {kind: [name for name in registry.kind(kind) if registry.source(kind, name).plugin in labels]
+            for kind in ("recoverers", "estimators")}
+
+
+def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict) -> Experiment:
+    _check_keys(ctx, table, EXPERIMENT_KEYS, REQUIRED_EXPERIMENT_KEYS, "an [[experiment]] table")
+    lists = {}
+    for key, kind in COMPONENT_LISTS.items():
+        entries = [_entry(ctx.at(f"{key}[{i}]"), kind, item, registry)
+                   for i, item in enumerate(table[key])]
+        if not entries:
+            raise ctx.at(key).error("empty list: name at least one component")
+        _no_duplicates(ctx.at(key), "label", [e.label for e in entries])
+        labels = {e.label for e in entries}
+        entries += [_entry(ctx, kind, name, registry) for name in contenders.get(kind, ()) if name not in labels]
+        lists[key] = tuple(entries)
+    budgets = _budgets(ctx.at("budgets"), table["budgets"])
+    instances = _instances(ctx.at("instances"), table.get("instances", 1))
+    metrics = tuple(table.get("metrics", ["l2"]))
+    for i, m in enumerate(metrics):
+        if m not in METRICS:
+            raise ctx.at(f"metrics[{i}]").error(f"unknown metric {m!r}; {choices_hint(str(m), METRICS)}")
+    methods = _methods(ctx.at("methods"), table.get("methods", {}), lists)
+    if methods:
+        methods = _contender_methods(methods, lists, contenders)
+    return Experiment(
+        name=table["name"], description=table.get("description", ""),
+        datasets=lists["datasets"], instances=instances, adversaries=lists["adversaries"],
+        budgets=budgets, recoverers=lists["recoverers"], estimators=lists["estimators"],
+        metrics=metrics, methods=methods,
+    )
+
+
+def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
+    if isinstance(item, str):
+        name, label, overrides = item, item, {}
+    elif isinstance(item, dict):
+        if "name" not in item or not isinstance(item["name"], str):
+            raise ctx.error("an inline table needs a string 'name', e.g. {name = \"ithsvd\", rank = 5}")
+        overrides = {k: v for k, v in item.items() if k not in ("name", "label")}
+        name = item["name"]
+        label = item.get("label", name)
+        if not isinstance(label, str) or not label:
+            raise ctx.error(f"'label' must be a non-empty string, got {label!r}")
+    else:
+        raise ctx.error(f"expected a component name or an inline table, got {item!r}")
+    table = registry.kind(kind)
+    if name not in table:
+        raise ctx.error(f"unknown {kind[:-1]} {name!r}; {choices_hint(name, table)}")
+    decl = table[name]
+    for key in overrides:
+        if key not in decl.params:
+            valid = ", ".join(sorted(decl.params)) or "none"
+            raise ctx.at(key).error(f"{kind[:-1]} {name!r} has no parameter {key!r}; "
+                                    f"its parameters: {valid}{_close(key, decl.params)}")
+    if kind == "datasets" and isinstance(overrides.get("path"), str):
+        p = Path(overrides["path"])
+        overrides["path"] = str(p if p.is_absolute() else (ctx.path.parent / p).resolve())
+    params = {**decl.params, **overrides}
+    try:
+        json.dumps(params, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ctx.error(f"parameters must be plain TOML values ({exc})") from None
+    return Entry(label=label, decl=decl, params=params, source=str(registry.source(kind, name)))
+
+
+def _close(key: str, valid) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _budgets(ctx: _Ctx, value: Any) -> tuple:
+    if isinstance(value, dict):
+        allowed = {"start": (int, float), "stop": (int, float), "step": (int, float)}
+        for key in value:
+            if key not in allowed:
+                raise ctx.at(key).error(f"unknown key; {choices_hint(key, allowed)}")
+        missing = [k for k in allowed if k not in value]
+        if missing:
+            raise ctx.error(f"a budget range needs start, stop and step; missing {', '.join(missing)}")
+        start, stop, step = (float(value[k]) for k in ("start", "stop", "step"))
+        if step <= 0:
+            raise ctx.at("step").error(f"step must be positive, got {step}")
+        count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        value = [round(start + i * step, 12) for i in range(max(count, 0))]
+    budgets = []
+    for i, b in enumerate(value):
+        if isinstance(b, bool) or not isinstance(b, (int, float)):
+            raise ctx.at(f"[{i}]").error(f"expected a number, got {b!r}")
+        if not (0.0 <= b <= 1.0) or math.isnan(b):
+            raise ctx.at(f"[{i}]").error(f"budget {b} is outside [0, 1]")
+        budgets.append(float(b))
+    if not budgets:
+        raise ctx.error("empty budget grid: give at least one budget")
+    _no_duplicates(ctx, "budget", budgets)
+    return tuple(budgets)
+
+
+def _instances(ctx: _Ctx, value: Any) -> tuple:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ctx.error(f"the number of instances must be at least 1, got {value}")
+        return tuple(range(value))
+    items = list(value)
+    if not items:
+        raise ctx.error("empty list of instances")
+    for i, v in enumerate(items):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ctx.at(f"[{i}]").error(f"an instance is a non-negative integer, got {v!r}")
+    _no_duplicates(ctx, "instance", items)
+    return tuple(items)
+
+
+def _methods(ctx: _Ctx, value: dict, lists: dict) -> dict:
+    recs = [e.label for e in lists["recoverers"]]
+    ests = [e.label for e in lists["estimators"]]
+    methods = {}
+    for label, pair in value.items():
+        here = ctx.at(label)
+        if isinstance(pair, str) and "+" in pair:
+            pair = pair.split("+", 1)
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise here.error(f"a method is [recoverer, estimator], e.g. [\"ithsvd\", \"mean\"]; got {pair!r}")
+        rec, est = pair
+        if rec not in recs:
+            raise here.error(f"recoverer {rec!r} is not in this experiment's recoverers; "
+                             f"{choices_hint(rec, recs)}")
+        if est not in ests:
+            raise here.error(f"estimator {est!r} is not in this experiment's estimators; "
+                             f"{choices_hint(est, ests)}")
+        methods[label] = (rec, est)
+    pairs = list(methods.values())
+    if len(set(pairs)) != len(pairs):
+        dup = next(p for p in pairs if pairs.count(p) > 1)
+        raise ctx.error(f"two methods name the same pair {dup[0]}+{dup[1]}")
+    return methods
+
+
+def _contender_methods(methods: dict, lists: dict, contenders: dict) -> dict:
+    """Name the pairs a contender forms: alone after the first recoverer, and after each other one."""
+    methods = dict(methods)
+    recs = [e.label for e in lists["recoverers"]]
+    ests = [e.label for e in lists["estimators"]]
+    taken = set(methods.values())
+    for est in contenders.get("estimators", ()):
+        for i, rec in enumerate(recs):
+            label = est if i == 0 else f"{rec}+{est}"
+            if (rec, est) not in taken and label not in methods:
+                methods[label] = (rec, est)
+    for rec in contenders.get("recoverers", ()):
+        for est in ests:
+            label = f"{rec}+{est}"
+            if (rec, est) not in taken and label not in methods:
+                methods[label] = (rec, est)
+    return methods
+
+
+def _no_duplicates(ctx: _Ctx, what: str, values: Sequence) -> None:
+    seen = set()
+    for v in values:
+        if v in seen:
+            raise ctx.error(f"duplicate {what} {v!r}")
+        seen.add(v)

@@ -1,0 +1,39 @@
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+WINSORIZED = textwrap.dedent('''
+    import numpy as np, cmbench
+
+    def winsorized_mean(X, *, rng, limit=0.05):
+        lo, hi = np.nanquantile(X, [limit, 1 - limit], axis=0)
+        return np.nanmean(np.clip(X, lo, hi), axis=0)
+
+    @cmbench.hookimpl
+    def register_estimators():
+        return [cmbench.Estimator("winsorized-mean", winsorized_mean, params={"limit": 0.05})]
+''')
+
+
+@pytest.fixture
+def winsorized_file(tmp_path) -> Path:
+    """The DESIGN.md example plugin, saved as a file."""
+    path = tmp_path / "winsorized.py"
+    path.write_text(WINSORIZED)
+    return path
+
+
+@pytest.fixture
+def write_suite(tmp_path):
+    """Write a suite TOML (text) into tmp_path and return its path."""
+    def write(text: str, name: str = "suite.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        return path
+    return write
+
+
+def real_data_available() -> bool:
+    return bool(os.environ.get("CMBENCH_DATA_DIR"))

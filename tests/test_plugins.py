@@ -1,0 +1,144 @@
+"""The plugin host: discovery paths (built-ins, entry points, files, modules, suites) and validation."""
+import textwrap
+
+import pytest
+
+import cmbench
+from cmbench.errors import PluginError
+from cmbench.plugins import load_plugins
+from cmbench.suite import load_suite
+
+PAPER_COMPONENTS = {
+    "adversaries": {"hide-smallest"},
+    "recoverers": {"none", "exact"},
+    "estimators": {"mean", "cmedian"},
+    "datasets": {"synthetic-gaussian"},
+}
+
+
+def test_builtins_are_registered_through_the_hooks():
+    registry = cmbench.load_plugins()
+    for kind, names in PAPER_COMPONENTS.items():
+        assert names <= set(registry.kind(kind)), kind
+        for name in names:
+            assert registry.source(kind, name).plugin.startswith("cmbench.")
+            assert registry.kind(kind)[name].description
+
+
+def test_plugin_file(winsorized_file):
+    registry = load_plugins([str(winsorized_file)])
+    decl = registry.estimators["winsorized-mean"]
+    assert decl.params == {"limit": 0.05}
+    assert registry.source("estimators", "winsorized-mean").plugin == str(winsorized_file.resolve())
+
+
+def test_dotted_module(tmp_path, monkeypatch, winsorized_file):
+    (tmp_path / "my_cm_plugin.py").write_text(winsorized_file.read_text() + "\n__version__ = '2.3'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = load_plugins(["my_cm_plugin"])
+    assert "winsorized-mean" in registry.estimators
+    assert str(registry.source("estimators", "winsorized-mean")) == "my_cm_plugin 2.3"
+
+
+def test_entry_point_through_importlib_metadata(tmp_path, monkeypatch, winsorized_file):
+    # A real distribution on sys.path: a *.dist-info with entry_points.txt, as pip would install it.
+    (tmp_path / "cm_winsor.py").write_text(winsorized_file.read_text())
+    info = tmp_path / "cm_winsor-1.4.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cm-winsor\nVersion: 1.4.0\n")
+    (info / "entry_points.txt").write_text("[cmbench]\nwinsor = cm_winsor\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = load_plugins()
+    assert "winsorized-mean" in registry.estimators
+    source = registry.source("estimators", "winsorized-mean")
+    assert source.plugin == "cm-winsor:winsor" and source.version == "1.4.0"
+
+
+def test_suite_declared_plugin(tmp_path, write_suite, winsorized_file):
+    (tmp_path / "plugs").mkdir()
+    (tmp_path / "plugs" / "w.py").write_text(winsorized_file.read_text())
+    path = write_suite("""
+        name = "s"
+        plugins = ["plugs/w.py"]
+        [[experiment]]
+        name = "e"
+        datasets = [{name = "synthetic-gaussian", N = 50}]
+        adversaries = ["hide-smallest"]
+        budgets = [0.1]
+        recoverers = ["none"]
+        estimators = ["winsorized-mean", {name = "winsorized-mean", label = "w10", limit = 0.1}]
+    """)
+    suite = load_suite(path)
+    ests = suite.experiments[0].estimators
+    assert [e.label for e in ests] == ["winsorized-mean", "w10"]
+    assert ests[1].params == {"limit": 0.1}
+
+
+def test_duplicate_name_names_both_plugins(tmp_path, winsorized_file):
+    other = tmp_path / "other.py"
+    other.write_text(winsorized_file.read_text())
+    with pytest.raises(PluginError) as err:
+        load_plugins([str(winsorized_file), str(other)])
+    msg = str(err.value)
+    assert "winsorized-mean" in msg and "winsorized.py" in msg and "other.py" in msg
+
+
+def test_duplicate_of_a_builtin(tmp_path):
+    path = tmp_path / "dup.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np, cmbench
+        @cmbench.hookimpl
+        def register_estimators():
+            return [cmbench.Estimator("mean", lambda X, *, rng: np.nanmean(X, 0))]
+    """))
+    with pytest.raises(PluginError, match=r"duplicate estimator name 'mean'.*cmbench\.estimators.*dup\.py"):
+        load_plugins([str(path)])
+
+
+def test_syntax_error_names_file_and_line(tmp_path):
+    path = tmp_path / "broken.py"
+    path.write_text("import cmbench\n\ndef f(:\n    pass\n")
+    with pytest.raises(PluginError, match=r"broken\.py:3: syntax error"):
+        load_plugins([str(path)])
+
+
+def test_import_error_names_file_and_line(tmp_path):
+    path = tmp_path / "raises.py"
+    path.write_text("import cmbench\nx = 1\nraise RuntimeError('boom')\n")
+    with pytest.raises(PluginError, match=r"raises\.py.*RuntimeError: boom at line 3"):
+        load_plugins([str(path)])
+
+
+def test_missing_plugin_file_and_module(tmp_path):
+    with pytest.raises(PluginError, match="does not exist"):
+        load_plugins([str(tmp_path / "nope.py")])
+    with pytest.raises(PluginError, match="not found"):
+        load_plugins(["no_such_cmbench_plugin_module"])
+
+
+@pytest.mark.parametrize("body, match", [
+    ('cmbench.Estimator("Bad_Name", lambda X, *, rng: X.mean(0))', "kebab-case"),
+    ('cmbench.Estimator("two-args", lambda X, Y, *, rng: X.mean(0))', "does not fit the contract"),
+    ('cmbench.Estimator("no-rng", lambda X: X.mean(0))', "does not fit the contract"),
+    ('cmbench.Estimator("bad-param", lambda X, *, rng: X.mean(0), params={"k": 1})', "does not fit"),
+    ('cmbench.Recoverer("bad-mode", lambda X, *, rng, structure, rank: X)', "kind"),
+])
+def test_contract_violations_are_named(tmp_path, body, match):
+    path = tmp_path / "bad.py"
+    hook = "register_recoverers" if "Recoverer" in body else "register_estimators"
+    path.write_text(f"import cmbench\n@cmbench.hookimpl\ndef {hook}():\n    return [{body}]\n")
+    if match == "kind":  # a recoverer returned from the estimators hook would be wrong; this one is fine
+        registry = load_plugins([str(path)])
+        assert "bad-mode" in registry.recoverers
+        return
+    with pytest.raises(PluginError, match=match) as err:
+        load_plugins([str(path)])
+    assert "bad.py" in str(err.value)
+
+
+def test_wrong_declaration_type(tmp_path):
+    path = tmp_path / "wrongtype.py"
+    path.write_text("import cmbench\n@cmbench.hookimpl\ndef register_estimators():\n"
+                    "    return [cmbench.Recoverer('x', lambda X, *, rng, structure, rank: X)]\n")
+    with pytest.raises(PluginError, match="expected cmbench.Estimator"):
+        load_plugins([str(path)])

@@ -1,0 +1,242 @@
+"""The suite runner: staging, determinism across executors, persistence, resume, failures."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import cmbench
+from cmbench.runner import run_suite
+
+COUNTING = textwrap.dedent('''
+    import os, time
+    import numpy as np, cmbench
+
+    def _log(what):
+        with open(os.environ["CMBENCH_TEST_LOG"], "a") as f:
+            f.write(what + "\\n")
+
+    def corrupt(X, budget, *, rng, structure):
+        _log("corrupt")
+        k = int(np.floor(budget * X.shape[0]))
+        Xc = X.copy()
+        order = np.argsort(X, axis=0, kind="stable")[:k]
+        np.put_along_axis(Xc, order, np.nan, axis=0)
+        return Xc
+
+    def recover(X, *, rng, structure, rank):
+        _log("recover")
+        return np.where(np.isnan(X), np.nanmean(X, 0), X)
+
+    def estimate(X, *, rng, delay=0.0):
+        _log("estimate")
+        time.sleep(delay)
+        return np.nanmean(X, 0) + 1e-3 * rng.standard_normal(X.shape[1])
+
+    def boom(X, *, rng):
+        raise RuntimeError("estimator exploded")
+
+    def hang(X, *, rng):
+        time.sleep(60)
+
+    @cmbench.hookimpl
+    def register_adversaries():
+        return [cmbench.Adversary("count-hide", corrupt, level="value", mode="missing")]
+
+    @cmbench.hookimpl
+    def register_recoverers():
+        return [cmbench.Recoverer("count-fill", recover, modes=("missing",))]
+
+    @cmbench.hookimpl
+    def register_estimators():
+        return [cmbench.Estimator("count-mean", estimate, params={"delay": 0.0}),
+                cmbench.Estimator("boom", boom), cmbench.Estimator("hang", hang)]
+''')
+
+
+def make_suite(tmp_path, estimators='["count-mean", "mean", "cmedian"]', budgets="[0.0, 0.1, 0.3]",
+               instances=2, adversaries='["count-hide", "hide-smallest"]', extra=""):
+    (tmp_path / "counting.py").write_text(COUNTING)
+    path = tmp_path / "suite.toml"
+    path.write_text(textwrap.dedent(f"""
+        name = "t"
+        seed = 7
+        plugins = ["counting.py"]
+        [[experiment]]
+        name = "e"
+        datasets = [{{name = "synthetic-gaussian", N = 120}}]
+        instances = {instances}
+        adversaries = {adversaries}
+        budgets = {budgets}
+        recoverers = ["count-fill", "none", "exact"]
+        estimators = {estimators}
+        metrics = ["l2", "mahalanobis"]
+        {extra}
+    """))
+    return path
+
+
+@pytest.fixture
+def log(tmp_path, monkeypatch):
+    path = tmp_path / "calls.log"
+    monkeypatch.setenv("CMBENCH_TEST_LOG", str(path))
+    return path
+
+
+def counts(log):
+    lines = log.read_text().split() if log.exists() else []
+    return {k: lines.count(k) for k in ("corrupt", "recover", "estimate")}
+
+
+def values(ds):
+    """Everything but timings and creation time, for bit-for-bit comparison."""
+    return {v: ds[v].values for v in ds.data_vars if v != "seconds"}
+
+
+def assert_same(a, b):
+    va, vb = values(a), values(b)
+    assert va.keys() == vb.keys()
+    for k in va:
+        np.testing.assert_array_equal(va[k], vb[k], err_msg=k)
+
+
+def test_staging_calls_each_stage_once(tmp_path, log):
+    suite = make_suite(tmp_path)
+    run_suite(suite, out=tmp_path / "out", report=False)
+    # 2 instances x 3 budgets x 2 adversaries = 12 units; only the counting components log.
+    # corrupt: once per unit of count-hide (6); recover: count-fill once per unit (12);
+    # estimate: count-mean once per (unit, recoverer) with 3 recoverers (36), not per estimator.
+    assert counts(log) == {"corrupt": 6, "recover": 12, "estimate": 36}
+
+
+def test_cube_layout_and_reading_back(tmp_path, log):
+    suite = make_suite(tmp_path)
+    cubes = run_suite(suite, out=tmp_path / "out", report=False)
+    path = tmp_path / "out" / "t" / "e.nc"
+    with xr.open_dataset(path) as ds:
+        ds = ds.load()
+    assert tuple(ds["l2"].dims) == ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
+    for v in ("l2", "mahalanobis", "recovered_fraction", "discarded_fraction", "seconds", "status", "error",
+              "d_entry1", "d_entry_inf", "d_tv"):
+        assert v in ds, v
+    for a in ("suite", "suite_hash", "seed", "cmbench_version", "plugins", "created"):
+        assert a in ds.attrs, a
+    assert ds.attrs["cmbench_version"] == cmbench.__version__
+    assert any(p["plugin"].endswith("counting.py") for p in json.loads(ds.attrs["plugins"]))
+    assert set(np.unique(ds["status"].values)) == {"ok"}
+    assert_same(ds, cubes["e"])
+    # budget 0: nothing hidden, every method exact up to its noise
+    np.testing.assert_allclose(ds["d_entry_inf"].sel(adversary="hide-smallest").values[..., 1:],
+                               np.array([0.1, 0.3]) * np.ones((1, 2, 2)), atol=1e-12)
+    assert (ds["l2"].sel(budget=0.0, estimator="mean").values < 1.0).all()
+
+
+def test_same_cube_serial_workers_and_dask(tmp_path, log):
+    suite = make_suite(tmp_path, instances=2)
+    serial = run_suite(suite, out=tmp_path / "a", report=False)["e"]
+    workers = run_suite(suite, out=tmp_path / "b", workers=2, report=False)["e"]
+    pytest.importorskip("distributed")
+    dask = run_suite(suite, out=tmp_path / "c", workers=2, scheduler="local", report=False)["e"]
+    assert_same(serial, workers)
+    assert_same(serial, dask)
+
+
+def test_resume_recomputes_nothing(tmp_path, log):
+    suite = make_suite(tmp_path)
+    first = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    before = counts(log)
+    again = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    assert counts(log) == before
+    assert_same(first, again)
+    run_suite(suite, out=tmp_path / "out", report=False, resume=False)
+    assert counts(log)["corrupt"] == 2 * before["corrupt"]
+
+
+def test_corrupted_cache_file_is_recomputed(tmp_path, log):
+    suite = make_suite(tmp_path)
+    first = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    files = sorted((tmp_path / "out" / "t" / ".cache" / "e").glob("*.json"))
+    files[0].write_text(files[0].read_text()[:-40])          # truncated
+    doc = json.loads(files[1].read_text())
+    doc["result"]["cells"]["none"]["mean"]["l2"] = 123.0   # tampered: checksum fails
+    files[1].write_text(json.dumps(doc))
+    again = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    assert_same(first, again)
+
+
+def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, log):
+    suite = make_suite(tmp_path, estimators='["mean", "boom"]', budgets="[0.1]", instances=1)
+    ds = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    status = ds["status"]
+    assert (status.sel(estimator="boom") == "failed").all()
+    assert (status.sel(estimator="mean") == "ok").all()
+    err = str(ds["error"].sel(estimator="boom").values.flat[0])
+    assert "estimator 'boom'" in err and "RuntimeError: estimator exploded" in err and "counting.py" in err
+    # failed units are not cached as done
+    assert not list((tmp_path / "out" / "t" / ".cache").rglob("*.json"))
+
+
+def test_timeout_stops_a_hanging_plugin(tmp_path, log):
+    suite = make_suite(tmp_path, estimators='["mean", "hang"]', budgets="[0.1]", instances=1)
+    start = time.perf_counter()
+    ds = run_suite(suite, out=tmp_path / "out", report=False, timeout=0.5)["e"]
+    assert time.perf_counter() - start < 30
+    assert (ds["status"].sel(estimator="hang") == "timeout").all()
+    assert (ds["status"].sel(estimator="mean") == "ok").all()
+
+
+def test_not_applicable_and_undefined_are_not_failures(tmp_path, log):
+    path = tmp_path / "s.toml"
+    path.write_text(textwrap.dedent("""
+        name = "na"
+        [[experiment]]
+        name = "e"
+        datasets = [{name = "synthetic-gaussian", N = 100}]
+        adversaries = ["hide-smallest"]
+        budgets = [0.0, 0.5]
+        recoverers = ["none", "basis-pursuit"]
+        estimators = ["sanitize"]
+    """))
+    ds = run_suite(path, out=tmp_path / "out", report=False)["e"]
+    assert (ds["status"].sel(recoverer="basis-pursuit") == "not-applicable").all()
+    assert ds["status"].sel(recoverer="none", budget=0.5).item() == "undefined"
+    assert ds["status"].sel(recoverer="none", budget=0.0).item() == "ok"
+    assert np.isnan(ds["l2"].sel(recoverer="none", budget=0.5).item())
+
+
+def _cli(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "cmbench.cli", *args], capture_output=True, text=True,
+                          env=env, **kw)
+
+
+@pytest.mark.slow
+def test_sigkill_then_rerun_gives_the_same_cube(tmp_path, log):
+    suite = make_suite(tmp_path, estimators='[{name = "count-mean", delay = 0.15}, "mean"]',
+                       budgets="[0.0, 0.05, 0.1, 0.15, 0.2, 0.25]", instances=3,
+                       adversaries='["count-hide"]')
+    env = dict(os.environ)
+    reference = run_suite(suite, out=tmp_path / "ref", report=False)["e"]
+    log.unlink()
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out),
+                             "--no-report"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(random.Random().uniform(2.0, 6.0))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = len(list((out / "t" / ".cache").rglob("*.json"))) if (out / "t" / ".cache").exists() else 0
+    total = 3 * 6
+    log.unlink(missing_ok=True)
+    result = _cli("suite", str(suite), "--out", str(out), "--no-report", env=env)
+    assert result.returncode == 0, result.stderr
+    assert 0 < kept < total, "the kill should land mid-sweep"
+    assert counts(log)["corrupt"] == total - kept  # nothing finished is recomputed
+    with xr.open_dataset(out / "t" / "e.nc") as ds:
+        assert_same(reference, ds.load())
