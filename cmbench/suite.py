@@ -75,7 +75,7 @@ class Suite:
     seed: int
     path: Path
     hash: str
-    plugins: tuple  # resolved plugin specs (CLI ones, then the suite's)
+    plugins: tuple  # plugin specs given on top of the suite file (``--plugin``); reloading needs them
     experiments: tuple
     registry: Registry = field(repr=False, compare=False, default=None)
 
@@ -129,7 +129,7 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = ()) -> Suite:
     seed = doc.get("seed", 0)
     return Suite(
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
-        hash=hashlib.sha256(raw).hexdigest(), plugins=specs, experiments=tuple(parsed),
+        hash=hashlib.sha256(raw).hexdigest(), plugins=tuple(str(p) for p in plugins), experiments=tuple(parsed),
         registry=registry,
     )
 
@@ -271,7 +271,7 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
         raise ctx.error(f"unknown {kind[:-1]} {name!r}; {choices_hint(name, table)}")
     decl = table[name]
     for key in overrides:
-        if key not in decl.params:
+        if key not in decl.params and not (kind == "recoverers" and key == "rank"):
             valid = ", ".join(sorted(decl.params)) or "none"
             raise ctx.at(key).error(f"{kind[:-1]} {name!r} has no parameter {key!r}; "
                                     f"its parameters: {valid}{_close(key, decl.params)}")

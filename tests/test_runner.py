@@ -219,7 +219,7 @@ def _cli(*args, env=None, **kw):
 
 @pytest.mark.slow
 def test_sigkill_then_rerun_gives_the_same_cube(tmp_path, log):
-    suite = make_suite(tmp_path, estimators='[{name = "count-mean", delay = 0.15}, "mean"]',
+    suite = make_suite(tmp_path, estimators='[{name = "count-mean", delay = 0.3}, "mean"]',
                        budgets="[0.0, 0.05, 0.1, 0.15, 0.2, 0.25]", instances=3,
                        adversaries='["count-hide"]')
     env = dict(os.environ)
@@ -228,7 +228,11 @@ def test_sigkill_then_rerun_gives_the_same_cube(tmp_path, log):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out),
                              "--no-report"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(random.Random().uniform(2.0, 6.0))
+    cache = out / "t" / ".cache"
+    deadline = time.time() + 60
+    while not (cache.exists() and any(cache.rglob("*.json"))) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(random.Random().uniform(0.0, 4.0))  # a random moment, mid-sweep
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     kept = len(list((out / "t" / ".cache").rglob("*.json"))) if (out / "t" / ".cache").exists() else 0

@@ -331,8 +331,10 @@ def _recover_and_estimate(job: Job, seed: int, exp: Experiment, adv: Entry, rec:
                                       f"{job.dataset!r} does not know")
     else:
         rng = rng_for(seed, "recover", *job.coords, rec.label)
+        params = dict(rec.params)
+        rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
         out = guarded(check_recovery, call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure,
-                                           rank=data.rank, **rec.params), Xc, rec)
+                                           rank=rank, **params), Xc, rec)
     recovery = {"status": out.status, "error": out.error, "seconds": out.seconds}
     if out.status != OK:
         prefix = f"recoverer {rec.label!r}: " if out.status in FAILURES else ""
