@@ -1,0 +1,263 @@
+"""Built-in estimators: agreement on clean data, robustness under sample-level
+replacement, missing-value handling, purity, determinism, registration."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import cmbench
+
+NAMES = ("mean", "sanitize", "cmedian", "trimmed-mean", "geometric-median", "tukey", "filter")
+ROBUST = ("filter", "tukey", "geometric-median")
+N, n = 5000, 5
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return cmbench.load_plugins().estimators
+
+
+def estimate(registry, name, X, seed=0, **params):
+    est = registry[name]
+    return est.fn(X, rng=np.random.default_rng(seed), **{**est.params, **params})
+
+
+@pytest.fixture(scope="module")
+def clean():
+    """Identity-covariance Gaussian with a non-zero mean: (X, mu)."""
+    rng = np.random.default_rng(1)
+    mu = rng.normal(0.0, 3.0, n)
+    return mu + rng.standard_normal((N, n)), mu
+
+
+@pytest.fixture(scope="module")
+def contaminated(clean):
+    """Strong contamination: eps = 0.1 of the rows replaced by a cluster 10
+    standard deviations away along the first axis (the mean moves by ~1)."""
+    X, mu = clean
+    rng = np.random.default_rng(2)
+    Xc = X.copy()
+    bad = rng.choice(N, size=N // 10, replace=False)
+    Xc[bad] = mu + 10.0 * np.eye(n)[0] + 0.5 * rng.standard_normal((bad.size, n))
+    return Xc, mu
+
+
+def with_missing(X, fraction=0.05, seed=3):
+    X = X.copy()
+    X[np.random.default_rng(seed).random(X.shape) < fraction] = np.nan
+    return X
+
+
+# ------------------------------------------------------------ registration
+
+
+def test_all_registered_with_description_and_defaults(registry):
+    for name in NAMES:
+        est = registry[name]
+        assert isinstance(est, cmbench.Estimator)
+        assert est.description and "\n" not in est.description
+        assert isinstance(est.params, dict)
+    assert registry["trimmed-mean"].params["proportion"] == 0.1
+    assert registry["filter"].params["eps"] == 0.1
+    assert {"tol", "max_iter"} <= set(registry["geometric-median"].params)
+    assert "directions" in registry["tukey"].params
+
+
+# --------------------------------------------------------- clean agreement
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_agrees_with_mean_on_clean_gaussian(registry, clean, name):
+    X, mu = clean
+    reference = X.mean(axis=0)
+    got = estimate(registry, name, X)
+    # All are consistent for a symmetric distribution; the sampling error of
+    # the mean is sqrt(n / N) ~ 0.03 in l2.
+    assert np.linalg.norm(got - reference) < 4.0 / np.sqrt(N)
+    assert np.linalg.norm(got - mu) < 5.0 / np.sqrt(N)
+
+
+def test_filter_returns_the_mean_when_nothing_is_filtered(registry, clean):
+    X, _ = clean
+    np.testing.assert_allclose(estimate(registry, "filter", X), X.mean(axis=0), rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------- robustness
+
+
+@pytest.mark.parametrize("name", ROBUST)
+def test_robust_under_sample_replacement(registry, contaminated, name):
+    X, mu = contaminated
+    err_mean = np.linalg.norm(estimate(registry, "mean", X) - mu)
+    err = np.linalg.norm(estimate(registry, name, X) - mu)
+    assert err_mean > 0.8
+    assert err <= 0.5 * err_mean, (name, err, err_mean)
+
+
+def test_filter_removes_a_far_cluster(registry, contaminated):
+    # O(eps sqrt(log 1/eps)) ~ 0.15 is the filter's guarantee; a cluster this
+    # far is removed entirely, leaving only sampling error.
+    X, mu = contaminated
+    assert np.linalg.norm(estimate(registry, "filter", X) - mu) < 0.15
+
+
+@pytest.mark.parametrize("count", (1, 20, 40))
+def test_filter_removes_a_few_arbitrarily_far_rows(registry, count):
+    # Fewer rows than the tail test's slack (cher N s ~ 45 here): the filter's
+    # slack must shrink with the threshold, or these would never be removed.
+    X = np.random.default_rng(10).standard_normal((3000, 8))
+    X[:count] = 1e4
+    assert np.linalg.norm(estimate(registry, "filter", X)) < 5.0 * np.sqrt(8 / 3000)
+
+
+def test_filter_exploits_a_low_rank_structure(registry):
+    # x = A z: rows pushed off the column space of A stand out after the
+    # robust whitening, even when the shift is modest.
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((8, 3))
+    X = rng.standard_normal((3000, 3)) @ A.T
+    off = np.linalg.svd(A)[0][:, -1]  # orthogonal to range(A)
+    X[:300] += 3.0 * off
+    assert abs(off @ X.mean(axis=0)) > 0.29
+    assert abs(off @ estimate(registry, "filter", X)) < 1e-6  # every shifted row removed
+
+
+# ---------------------------------------------------------- missing values
+
+
+def test_mean_ignores_nan_like_nanmean(registry, clean):
+    X = with_missing(clean[0], 0.2)
+    np.testing.assert_array_equal(estimate(registry, "mean", X), np.nanmean(X, axis=0))
+
+
+def test_mean_undefined_on_a_column_without_entries(registry, clean):
+    X = clean[0][:50].copy()
+    X[:, 3] = np.nan
+    with pytest.raises(cmbench.Undefined, match="column.*3"):
+        estimate(registry, "mean", X)
+
+
+def test_sanitize_is_the_mean_of_complete_rows(registry, clean):
+    X = with_missing(clean[0], 0.05)
+    complete = ~np.isnan(X).any(axis=1)
+    np.testing.assert_allclose(estimate(registry, "sanitize", X), X[complete].mean(axis=0))
+
+
+@pytest.mark.parametrize("name", ("sanitize", "geometric-median", "tukey", "filter"))
+def test_multivariate_undefined_without_complete_rows(registry, name):
+    X = np.random.default_rng(5).standard_normal((40, 3))
+    X[np.arange(40), np.arange(40) % 3] = np.nan  # one hole per row
+    with pytest.raises(cmbench.Undefined, match="no complete rows"):
+        estimate(registry, name, X)
+
+
+def test_cmedian_ignores_nan_like_nanmedian(registry, clean):
+    X = with_missing(clean[0][:1001], 0.3)
+    np.testing.assert_allclose(estimate(registry, "cmedian", X), np.nanmedian(X, axis=0), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("proportion", (0.0, 0.1, 0.25))
+def test_trimmed_mean_matches_scipy_per_column(registry, clean, proportion):
+    X = with_missing(clean[0][:997], 0.2)
+    expected = [stats.trim_mean(col[~np.isnan(col)], proportion) for col in X.T]
+    np.testing.assert_allclose(estimate(registry, "trimmed-mean", X, proportion=proportion),
+                               expected, rtol=1e-12)
+
+
+def test_multivariate_use_complete_rows_only(registry, contaminated):
+    # Hiding entries of incomplete rows must not change the result: they are dropped.
+    X, _ = contaminated
+    X = with_missing(X, 0.02)
+    complete = X[~np.isnan(X).any(axis=1)]
+    for name in ("geometric-median", "tukey", "filter"):
+        np.testing.assert_allclose(estimate(registry, name, X), estimate(registry, name, complete),
+                                   rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------- purity, shape
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pure_finite_deterministic(registry, contaminated, name):
+    X = with_missing(contaminated[0][:2000], 0.01)
+    before = X.copy()
+    X.flags.writeable = False  # any in-place write raises
+    first = estimate(registry, name, X, seed=7)
+    second = estimate(registry, name, X, seed=7)
+    np.testing.assert_array_equal(X, before)
+    assert first.shape == (n,) and np.all(np.isfinite(first))
+    np.testing.assert_array_equal(first, second)
+
+
+DEGENERATE = {
+    "one row": np.array([[1.0, 2.0, 3.0]]),
+    "two rows": np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]),
+    "three rows": np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 5]]),
+    "constant": np.ones((30, 3)),
+    "one column": np.random.default_rng(6).standard_normal((200, 1)),
+    "fewer rows than columns": np.random.default_rng(6).standard_normal((6, 12)),
+    "discrete with ties": (np.random.default_rng(6).random((300, 4)) < 0.1).astype(float),
+}
+
+
+@pytest.mark.parametrize("case", DEGENERATE)
+@pytest.mark.parametrize("name", NAMES)
+def test_degenerate_inputs_give_a_finite_estimate(registry, name, case):
+    X = DEGENERATE[case]
+    got = estimate(registry, name, X)
+    assert got.shape == (X.shape[1],) and np.all(np.isfinite(got))
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    assert np.all(got >= lo - 1e-9) and np.all(got <= hi + 1e-9)  # inside the data's box
+
+
+# ------------------------------------------------- method-specific checks
+
+
+def test_geometric_median_first_order_condition(registry, contaminated):
+    X, _ = contaminated
+    y = estimate(registry, "geometric-median", X, tol=1e-10)
+    D = X - y
+    unit = D / np.linalg.norm(D, axis=1, keepdims=True)
+    # The gradient of sum ||x_i - y|| vanishes at the median.
+    assert np.linalg.norm(unit.sum(axis=0)) < 1e-3 * len(X)
+
+
+def test_geometric_median_stops_on_a_data_point(registry):
+    # The median is the origin, a data point (and the start): plain Weiszfeld
+    # would divide by zero there.
+    X = np.array([[0.0, 0], [0, 0], [1, 0], [-1, 0], [0, 1], [0, -1], [3, 3]])
+    np.testing.assert_array_equal(estimate(registry, "geometric-median", X), [0.0, 0.0])
+
+
+@pytest.mark.parametrize("size", (7, 8, 501))
+def test_tukey_is_the_median_in_one_dimension(registry, size):
+    x = np.random.default_rng(size).standard_normal((size, 1))
+    np.testing.assert_allclose(estimate(registry, "tukey", x), np.median(x, axis=0), atol=1e-12)
+
+
+def test_tukey_two_pass_search_matches_one_pass(registry, monkeypatch):
+    # Large N uses a coarse grid then a linear-time window pass: same result.
+    from cmbench.builtins import estimators as module
+
+    X = np.random.default_rng(8).standard_normal((6000, 3))
+    one_pass = estimate(registry, "tukey", X, directions=32)
+    monkeypatch.setattr(module, "_TUKEY_BLOCK_ELEMENTS", 20_000)
+    two_pass = estimate(registry, "tukey", X, directions=32, grid=16)
+    np.testing.assert_allclose(two_pass, one_pass, atol=1e-9)
+
+
+@pytest.mark.slow
+def test_tukey_is_near_linear_in_n(registry):
+    times = {}
+    for size in (10_000, 100_000):
+        X = np.random.default_rng(9).standard_normal((size, 5))
+        runs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            estimate(registry, "tukey", X)
+            runs.append(time.perf_counter() - t0)
+        times[size] = min(runs)
+    assert times[100_000] / times[10_000] < 25  # 10x N, plus the sort's log factor
