@@ -1,1 +1,585 @@
-"""Built-in adversaries (placeholder until implemented)."""
+"""Built-in adversaries: the corruption models of "On Robust Mean Estimation
+under Coordinate-level Corruption" (ICML 2021), Section sec:corruptionModels.
+
+Every adversary has the signature ``corrupt(X, budget, *, rng, structure,
+**params) -> X_corrupted`` and declares its ``level``, which fixes what the
+budget means (see `budget_count` for the rounding):
+
+- ``"sample"`` (A1^eps): at most ``floor(eps * N)`` rows are touched;
+- ``"value"`` (A2^rho): at most ``floor(rho * N)`` entries of each column;
+- ``"coordinate"`` (A3^alpha): at most ``floor(alpha * N * n)`` entries in all.
+
+Common rules: the input is never modified; row i of the output is the
+corruption of row i of the input; hidden entries become NaN, replaced entries
+are finite; entries already NaN in the input count as already hidden (they are
+never picked again and cost nothing); a budget of 0 returns an unchanged copy.
+
+Several adversaries pick "the samples that shift the mean most" as the rows
+with the largest projection on the top principal direction ``v`` of the clean
+data. Sign rule (``side`` parameter): ``v`` is first normalised so that its
+largest-magnitude entry is positive (ties, up to a relative 1e-8: lowest
+index); ``side="auto"`` then
+flips it when the ``k`` largest projections on ``-v`` sum to strictly more
+than those on ``v`` (``k`` = the number of rows the adversary will touch), i.e.
+it attacks the heavier tail; ``"positive"`` and ``"negative"`` force a sign.
+Ties in projection are broken by lower row index. NaN entries are mean-imputed
+for the principal direction only.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+import cmbench
+from cmbench.theory import critical_rows
+
+# critical_rows is exact up to this many enumerated subsets; beyond (e.g. a generic
+# estimated 77 x 10 structure) a seeded random-hyperplane search gives a set that
+# lowers the rank but may not be minimal (then the attack costs more per sample).
+_EXACT_SUBSETS = 2e5
+_SEARCH_DRAWS = 20_000
+_RANK_RTOL = 1e-10  # cmbench.theory's rank threshold, relative to the top singular value
+
+__all__ = [
+    "budget_count", "hide_smallest", "hide_random", "hide_samples", "replace_samples",
+    "hide_tail", "hide_structured", "replace_values", "replace_structured",
+    "register_adversaries",
+]
+
+_SIDES = ("auto", "positive", "negative")
+
+
+# --------------------------------------------------------------------------- helpers
+
+def budget_count(budget: float, total: int) -> int:
+    """``floor(budget * total)``: the number of entries (or rows) a budget buys.
+
+    Forgives float round-off (relative 1e-12) so that ``0.29 * 100`` buys 29,
+    not 28. Raises ``ValueError`` unless ``0 <= budget <= 1``.
+    """
+    budget = float(budget)
+    if not (0.0 <= budget <= 1.0):
+        raise ValueError(f"budget must be a fraction in [0, 1], got {budget!r}")
+    return min(int(total), math.floor(budget * total * (1.0 + 1e-12)))
+
+
+def _as_data(X: np.ndarray) -> np.ndarray:
+    """A float64 copy of X (so the caller's array is never touched)."""
+    out = np.array(X, dtype=np.float64, copy=True)
+    if out.ndim != 2:
+        raise ValueError(f"X must be a 2-D (N, n) array, got shape {out.shape}")
+    return out
+
+
+def _centered(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(X - column means) with NaN set to 0 (mean imputation), and the means.
+
+    Columns without a visible entry get mean 0.
+    """
+    visible = ~np.isnan(X)
+    count = visible.sum(axis=0)
+    mu = np.where(visible, X, 0.0).sum(axis=0) / np.maximum(count, 1)
+    return np.where(visible, X - mu, 0.0), mu
+
+
+def _principal(Xc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending, as variances) and eigenvectors of the covariance of Xc.
+
+    The n x n scatter matrix is decomposed rather than the N x n data: N >> n here.
+    """
+    N = Xc.shape[0]
+    w, V = np.linalg.eigh(Xc.T @ Xc / max(N - 1, 1))
+    return np.clip(w[::-1], 0.0, None), V[:, ::-1]
+
+
+def _canonical(v: np.ndarray) -> np.ndarray:
+    """v with its largest-magnitude entry positive.
+
+    Ties (magnitudes within a relative 1e-8 of the largest, so that round-off
+    cannot flip the choice) go to the lowest index.
+    """
+    a = np.abs(v)
+    i = int(np.argmax(a >= a.max() * (1 - 1e-8)))
+    return v if v[i] >= 0 else -v
+
+
+def _topk_sum(p: np.ndarray, k: int) -> float:
+    if k <= 0 or p.size == 0:
+        return 0.0
+    k = min(k, p.size)
+    return float(np.partition(p, p.size - k)[p.size - k:].sum())
+
+
+def _orient(p: np.ndarray, eligible: np.ndarray, k: int, side: str) -> float:
+    """The sign (+1 or -1) applied to projections ``p`` by the sign rule."""
+    if side == "positive":
+        return 1.0
+    if side == "negative":
+        return -1.0
+    if side != "auto":
+        raise ValueError(f"side must be one of {', '.join(_SIDES)}, got {side!r}")
+    q = p[eligible]
+    return -1.0 if _topk_sum(-q, k) > _topk_sum(q, k) else 1.0
+
+
+def _priority(p: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """Indices of the eligible rows by decreasing ``p``, ties by lower row index."""
+    idx = np.flatnonzero(eligible)
+    return idx[np.argsort(-p[idx], kind="stable")]
+
+
+def _column_ranks(key: np.ndarray) -> np.ndarray:
+    """rank[i, j] = position of row i when column j of ``key`` is sorted ascending.
+
+    One stable argsort for all columns: equal keys keep row order (lower row
+    index first) and NaN/inf keys come last.
+    """
+    order = np.argsort(key, axis=0, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(key.shape[0])[:, None], key.shape), axis=0)
+    return rank
+
+
+def _tail_mask(X: np.ndarray, quota: np.ndarray, largest: bool) -> np.ndarray:
+    """Mask of the ``quota[j]`` smallest (or largest) visible values of each column j."""
+    rank = _column_ranks(-X if largest else X)  # -NaN is NaN: hidden entries still sort last
+    return (rank < quota[None, :]) & ~np.isnan(X)
+
+
+def _estimate_structure(var: np.ndarray, V: np.ndarray, rank: Optional[int],
+                        explained: float) -> np.ndarray:
+    """A_hat (n x k): the top-k principal directions (``_principal``'s output).
+
+    k = ``rank`` when given, else the smallest k whose components explain at
+    least ``explained`` of the total variance (k = 1 for constant data).
+    """
+    n = V.shape[0]
+    if rank is None:
+        total = var.sum()
+        if total <= 0:
+            k = 1
+        else:
+            k = int(np.searchsorted(np.cumsum(var) / total, explained - 1e-12) + 1)
+    else:
+        k = int(rank)
+    k = min(max(k, 1), n)
+    return V[:, :k]
+
+
+def _critical_set(A: np.ndarray) -> np.ndarray:
+    """``critical_rows(A)`` (size m_A, Definition def:ma), sorted.
+
+    Exact when affordable, else the search fallback described at `_EXACT_SUBSETS`.
+    A structure of rank 0 has no critical set: `cmbench.NotApplicable`.
+    """
+    s = np.linalg.svd(A, compute_uv=False)
+    if not s.size or s[0] == 0 or not np.isfinite(s).all():
+        raise cmbench.NotApplicable("the structure A has rank 0 (or is not finite): m_A is undefined")
+    try:
+        cols = critical_rows(A, max_subsets=_EXACT_SUBSETS)
+    except ValueError:
+        cols = critical_rows(A, method="search", n_draws=_SEARCH_DRAWS, seed=0)
+    return np.sort(np.asarray(cols, dtype=np.intp))
+
+
+def _structure_plan(X: np.ndarray, budget: float, structure, side: str, rank, explained):
+    """Shared by the structured adversaries: which rows, which columns, which direction.
+
+    Returns ``(rows, cols, v, Xc, A)``: the chosen sample indices, the critical
+    coordinates ``critical_rows(A)`` (m_A of them), the oriented top principal direction, the
+    centred data and the structure used; ``rows`` is empty when the budget buys
+    less than one critical set.
+    """
+    N, n = X.shape
+    total = budget_count(budget, N * n)
+    Xc, _ = _centered(X)
+    var, V = _principal(Xc)
+    if structure is None:
+        A = _estimate_structure(var, V, rank, explained)
+    else:
+        A = np.asarray(structure, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != n:
+        raise ValueError(f"structure must be an (n={n}) x r matrix, got shape {A.shape}")
+    cols = _critical_set(A)
+    m = cols.size
+    v = _canonical(V[:, 0])
+    p = Xc @ v
+    # A row costs its visible critical entries; rows whose critical entries are
+    # all hidden already are unrecoverable and cost nothing, so they are skipped.
+    cost = (~np.isnan(X[:, cols])).sum(axis=1)
+    eligible = cost > 0
+    sign = _orient(p, eligible, total // max(m, 1), side)
+    order = _priority(sign * p, eligible)
+    rows = order[np.cumsum(cost[order]) <= total]  # a prefix: the cumulative cost only grows
+    return rows, cols, sign * v, Xc, A
+
+
+# --------------------------------------------------------------------------- A2: value level
+
+def hide_smallest(X: np.ndarray, budget: float, *, rng=None, structure=None) -> np.ndarray:
+    """Hide the ``floor(rho * N)`` smallest values of each coordinate (A2^rho, missing).
+
+    The corruption of the paper's experiments (Section sec:experiments: "we
+    inject missing values by hiding the smallest eps fraction of each
+    dimension"), the worst A2 corruption for the empirical mean or median of a
+    Gaussian. Budget rule: at most ``floor(rho * N)`` entries per column.
+    Ties are broken deterministically by a stable sort (lower row index first).
+    Entries already NaN are not picked again; a column with fewer visible
+    values than the quota is hidden entirely.
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : rho in [0, 1].
+    rng, structure : unused (deterministic, structure-agnostic).
+
+    Returns
+    -------
+    (N, n) float array with the chosen entries set to NaN.
+    """
+    out = _as_data(X)
+    k = budget_count(budget, out.shape[0])
+    if k == 0:
+        return out
+    out[_tail_mask(out, np.full(out.shape[1], k), largest=False)] = np.nan
+    return out
+
+
+def hide_random(X: np.ndarray, budget: float, *, rng=None, structure=None) -> np.ndarray:
+    """Hide ``floor(rho * N)`` uniformly random entries of each coordinate (A2^rho, MCAR).
+
+    The non-adversarial baseline of the value-fraction adversary of Section
+    sec:corruptionModels: missing completely at random, independently per
+    column. Budget rule: at most ``floor(rho * N)`` entries per column, drawn
+    without replacement among the visible entries (fewer when fewer are visible).
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : rho in [0, 1].
+    rng : numpy Generator (or a seed) driving the choice.
+    structure : unused.
+
+    Returns
+    -------
+    (N, n) float array with the chosen entries set to NaN.
+    """
+    out = _as_data(X)
+    k = budget_count(budget, out.shape[0])
+    if k == 0:
+        return out
+    keys = np.random.default_rng(rng).random(out.shape)
+    keys[np.isnan(out)] = np.inf  # already hidden: never among the k first
+    out[(_column_ranks(keys) < k) & ~np.isnan(out)] = np.nan
+    return out
+
+
+def replace_values(X: np.ndarray, budget: float, *, rng=None, structure=None,
+                   shift: float = 3.0) -> np.ndarray:
+    """Push the ``floor(rho * N)`` largest values of each coordinate further out (A2^rho, replace).
+
+    The replacement analogue of `hide_smallest` (paper, Section
+    sec:corruptionModels: A2 "is allowed to corrupt up to a rho-fraction of
+    values in each coordinate"): each chosen value x_ij becomes
+    ``x_ij + shift * s_j`` with s_j the column's standard deviation (over
+    visible entries; 1 for a constant column), which biases the mean upward
+    by about ``rho * shift * s_j``. Budget rule: at most ``floor(rho * N)``
+    entries per column; ties by lower row index; NaN entries are not picked.
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : rho in [0, 1].
+    rng, structure : unused (deterministic).
+    shift : displacement in units of each column's standard deviation.
+
+    Returns
+    -------
+    (N, n) float array; replaced entries are finite.
+    """
+    out = _as_data(X)
+    k = budget_count(budget, out.shape[0])
+    if k == 0:
+        return out
+    mask = _tail_mask(out, np.full(out.shape[1], k), largest=True)
+    Xc, _ = _centered(out)
+    count = np.maximum((~np.isnan(out)).sum(axis=0), 1)
+    scale = np.sqrt((Xc ** 2).sum(axis=0) / count)
+    scale[scale == 0] = 1.0
+    out = np.where(mask, out + float(shift) * scale, out)
+    return out
+
+
+# --------------------------------------------------------------------------- A1: sample level
+
+def hide_samples(X: np.ndarray, budget: float, *, rng=None, structure=None,
+                 side: str = "auto") -> np.ndarray:
+    """Hide whole rows: the ``floor(eps * N)`` samples that shift the mean most (A1^eps, missing).
+
+    The sample-level adversary of the strong contamination model (paper,
+    Section sec:background, A1^eps), restricted to deletions: it removes the
+    rows with the largest projection on the top principal direction of the
+    clean data (sign rule in the module docstring), which biases the mean of
+    the rest along that direction. Budget rule: at most ``floor(eps * N)``
+    rows touched. Rows already entirely NaN are not picked.
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : eps in [0, 1].
+    rng, structure : unused (deterministic).
+    side : ``"auto"``, ``"positive"`` or ``"negative"`` (the sign rule).
+
+    Returns
+    -------
+    (N, n) float array with the chosen rows set to NaN.
+    """
+    out = _as_data(X)
+    k = budget_count(budget, out.shape[0])
+    if k == 0:
+        return out
+    rows = _extreme_rows(out, k, side)[0]
+    out[rows] = np.nan
+    return out
+
+
+def replace_samples(X: np.ndarray, budget: float, *, rng=None, structure=None,
+                    side: str = "auto", shift: float = 3.0, noise: float = 0.1) -> np.ndarray:
+    """Replace whole rows by a shifted cluster (A1^eps, replace: strong contamination).
+
+    The adversary of the strong contamination model (paper, Section
+    sec:background; Diakonikolas & Kane 2019). It takes the ``floor(eps * N)``
+    rows with the largest projection on the top principal direction v of the
+    clean data (sign rule in the module docstring) and replaces each by
+    ``mean - shift * s * v + noise * (x_j - mean)``, with s the standard
+    deviation of the data along v and x_j a clean row drawn at random from
+    ``rng``. The cluster sits on the side opposite to the removed tail, so
+    removal and insertion bias the mean the same way; its noise is a scaled
+    copy of real deviations, so the fake rows stay in the data's affine span
+    (structure-aware methods cannot flag them by a residual alone).
+    Budget rule: at most ``floor(eps * N)`` rows touched. Rows entirely NaN
+    are not picked; a replaced row is entirely finite.
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : eps in [0, 1].
+    rng : numpy Generator (or a seed) drawing the noise rows.
+    structure : unused.
+    side : ``"auto"``, ``"positive"`` or ``"negative"`` (the sign rule).
+    shift : distance of the cluster from the mean, in units of s.
+    noise : scale of the cluster's spread relative to the data's.
+
+    Returns
+    -------
+    (N, n) float array with the chosen rows replaced.
+    """
+    out = _as_data(X)
+    k = budget_count(budget, out.shape[0])
+    if k == 0:
+        return out
+    rows, v, s, Xc, mu = _extreme_rows(out, k, side)
+    donors = np.random.default_rng(rng).integers(0, out.shape[0], size=rows.size)
+    out[rows] = mu - float(shift) * s * v + float(noise) * Xc[donors]
+    return out
+
+
+def _extreme_rows(X: np.ndarray, k: int, side: str):
+    """The k rows (not entirely NaN) with the largest oriented projection on the top direction.
+
+    Returns ``(rows, v, s, Xc, mu)``: the rows, the oriented unit direction,
+    the data's standard deviation along it (1 when 0), the centred data and the means.
+    """
+    Xc, mu = _centered(X)
+    var, V = _principal(Xc)
+    v = _canonical(V[:, 0])
+    p = Xc @ v
+    eligible = ~np.isnan(X).all(axis=1)
+    sign = _orient(p, eligible, k, side)
+    rows = _priority(sign * p, eligible)[:k]
+    return rows, sign * v, (math.sqrt(var[0]) if var[0] > 0 else 1.0), Xc, mu
+
+
+# --------------------------------------------------------------------------- A3: coordinate level
+
+def hide_tail(X: np.ndarray, budget: float, *, rng=None, structure=None,
+              side: str = "largest") -> np.ndarray:
+    """Hide the tail of the highest-variance coordinate(s) (A3^alpha, missing).
+
+    "The worst A3 corruption for empirical mean or median is hiding the tail of
+    the coordinate with the highest variance" (paper, Section sec:experiments).
+    The ``floor(alpha * N * n)`` entries are spent coordinate by coordinate in
+    order of decreasing variance (ties: lower column index): the largest (or
+    smallest, ``side``) visible values of the first coordinate, and once it is
+    entirely hidden (alpha >= 1/n with no NaN in the input) the rest on the
+    next coordinate's tail, and so on. Budget rule: at most
+    ``floor(alpha * N * n)`` entries in total; ties by lower row index.
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : alpha in [0, 1].
+    rng, structure : unused (deterministic).
+    side : ``"largest"`` (upper tail) or ``"smallest"`` (lower tail).
+
+    Returns
+    -------
+    (N, n) float array with the chosen entries set to NaN.
+    """
+    if side not in ("largest", "smallest"):
+        raise ValueError(f"side must be 'largest' or 'smallest', got {side!r}")
+    out = _as_data(X)
+    N, n = out.shape
+    total = budget_count(budget, N * n)
+    if total == 0:
+        return out
+    Xc, _ = _centered(out)
+    visible = (~np.isnan(out)).sum(axis=0)
+    var = (Xc ** 2).sum(axis=0) / np.maximum(visible, 1)
+    order = np.argsort(-var, kind="stable")
+    spent_before = np.cumsum(visible[order]) - visible[order]
+    quota = np.empty(n, dtype=np.intp)
+    quota[order] = np.clip(total - spent_before, 0, visible[order])
+    out[_tail_mask(out, quota, largest=side == "largest")] = np.nan
+    return out
+
+
+def hide_structured(X: np.ndarray, budget: float, *, rng=None, structure=None,
+                    side: str = "auto", rank: Optional[int] = None,
+                    explained: float = 0.95) -> np.ndarray:
+    """The lower-bound adversary of Theorem thm:lowerBoundStructure (A3^alpha, missing).
+
+    For data x = A z, hiding the m_A coordinates ``critical_rows(A)`` of a
+    sample (Definition def:ma) leaves a visible system of lower rank, so the
+    sample cannot be recovered; the proof of Theorem thm:lowerBoundStructure
+    spends the A3 budget this way on ``floor(alpha * n * N / m_A)`` samples
+    and shifts part of the distribution, forcing error Omega(alpha n / m_A).
+    The samples chosen are those that shift the mean most: the largest
+    projections on the top principal direction (sign rule in the module
+    docstring). Budget rule: at most ``floor(alpha * N * n)`` entries in
+    total; a sample costs its visible critical entries (m_A without prior
+    NaN), samples are taken in priority order while the budget lasts.
+
+    When ``structure`` is None, A is estimated as the top principal subspace
+    of the clean data: ``rank`` directions when given, else the smallest
+    number explaining ``explained`` (default 95%) of the variance. The
+    critical set is `cmbench.theory.critical_rows` (exact up to 2e5
+    enumerated subsets; beyond, a seeded random search whose set lowers the
+    rank but may exceed m_A). Raises `cmbench.NotApplicable` for A of rank 0.
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : alpha in [0, 1].
+    rng : unused (deterministic).
+    structure : A (n x r), or None to estimate it.
+    side : ``"auto"``, ``"positive"`` or ``"negative"`` (the sign rule).
+    rank, explained : how A is estimated when ``structure`` is None.
+
+    Returns
+    -------
+    (N, n) float array with the chosen entries set to NaN.
+    """
+    out = _as_data(X)
+    if budget_count(budget, out.size) == 0:
+        return out
+    rows, cols, _, _, _ = _structure_plan(out, budget, structure, side, rank, explained)
+    out[np.ix_(rows, cols)] = np.nan
+    return out
+
+
+def replace_structured(X: np.ndarray, budget: float, *, rng=None, structure=None,
+                       side: str = "auto", shift: float = 3.0, rank: Optional[int] = None,
+                       explained: float = 0.95) -> np.ndarray:
+    """Replacement analogue of `hide_structured` (A3^alpha, replace).
+
+    On the same samples as `hide_structured`, the m_A critical coordinates C
+    are replaced so that the row becomes ``x + t w``, where w is a unit vector
+    of range(A) that vanishes off C (it exists because A restricted to the
+    other rows has lower rank). The corrupted row is therefore exactly
+    structured, A z' for a shifted z', and agrees with the clean one outside
+    C: no decoder can tell it from a clean sample (Lemma
+    lemma:corruptionRecover needs fewer than m_A / 2 corrupted entries).
+    t = ``shift`` times the standard deviation of the clean data along w;
+    w's sign makes it point along the attacked tail (w . v >= 0). Budget
+    rule: at most ``floor(alpha * N * n)`` entries in total, as for
+    `hide_structured`; entries already NaN stay NaN and cost nothing.
+
+    Parameters
+    ----------
+    X : (N, n) float array, NaN = missing. Not modified.
+    budget : alpha in [0, 1].
+    rng : unused (deterministic).
+    structure : A (n x r), or None to estimate it (see `hide_structured`).
+    side : ``"auto"``, ``"positive"`` or ``"negative"`` (the sign rule).
+    shift : size of the displacement along w, in standard deviations.
+    rank, explained : how A is estimated when ``structure`` is None.
+
+    Returns
+    -------
+    (N, n) float array; replaced entries are finite.
+    """
+    out = _as_data(X)
+    if budget_count(budget, out.size) == 0:
+        return out
+    rows, cols, v, Xc, A = _structure_plan(out, budget, structure, side, rank, explained)
+    if rows.size == 0:
+        return out
+    w = _hidden_direction(A, cols)
+    if w @ v < 0:
+        w = -w
+    sd = float(np.std(Xc @ w))
+    t = float(shift) * (sd if sd > 0 else 1.0)
+    block = np.ix_(rows, cols)
+    out[block] = out[block] + t * w[cols]  # NaN + t stays NaN: hidden entries stay hidden
+    return out
+
+
+def _hidden_direction(A: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """A unit vector of range(A) that is zero outside ``cols`` (exactly).
+
+    With Q an orthonormal basis of range(A), w = Q y for y in the null space
+    of Q restricted to the other rows; that null space is non-trivial because
+    removing ``cols`` lowers the rank.
+    """
+    U, s, _ = np.linalg.svd(A, full_matrices=False)
+    tol = _RANK_RTOL * s[0]
+    Q = U[:, s > tol]
+    rest = np.setdiff1d(np.arange(A.shape[0]), cols)
+    # full_matrices: when fewer rest rows than columns the null vectors are the extra ones
+    _, _, Vt = np.linalg.svd(Q[rest], full_matrices=True)
+    w = Q @ Vt[-1]
+    w[rest] = 0.0  # numerically ~0 already; exact zeros keep the other coordinates untouched
+    return w / np.linalg.norm(w)
+
+
+# --------------------------------------------------------------------------- registration
+
+@cmbench.hookimpl
+def register_adversaries():
+    """The built-in adversaries of the paper (A1, A2, A3; missing and replace)."""
+    A = cmbench.Adversary
+    return [
+        A("hide-smallest", hide_smallest, params={}, level="value", mode="missing",
+          description="A2: hide the rho-fraction smallest values of each coordinate (the paper's experiments)"),
+        A("hide-random", hide_random, params={}, level="value", mode="missing",
+          description="A2: hide a random rho-fraction of each coordinate (MCAR)"),
+        A("replace-values", replace_values, params={"shift": 3.0}, level="value", mode="replace",
+          description="A2: push the rho-fraction largest values of each coordinate out by shift std"),
+        A("hide-samples", hide_samples, params={"side": "auto"}, level="sample", mode="missing",
+          description="A1: hide the eps-fraction of rows with the largest top-principal projection"),
+        A("replace-samples", replace_samples, params={"side": "auto", "shift": 3.0, "noise": 0.1},
+          level="sample", mode="replace",
+          description="A1: replace the eps-fraction most extreme rows by a shifted cluster (strong contamination)"),
+        A("hide-tail", hide_tail, params={"side": "largest"}, level="coordinate", mode="missing",
+          description="A3: hide the tail of the highest-variance coordinate(s), the worst case for mean/median"),
+        A("hide-structured", hide_structured,
+          params={"side": "auto", "rank": None, "explained": 0.95}, level="coordinate", mode="missing",
+          description="A3: hide m_A critical coordinates of the most mean-shifting samples (thm:lowerBoundStructure)"),
+        A("replace-structured", replace_structured,
+          params={"side": "auto", "shift": 3.0, "rank": None, "explained": 0.95},
+          level="coordinate", mode="replace",
+          description="A3: move the m_A critical coordinates of chosen samples to a structured wrong point"),
+    ]
