@@ -1,0 +1,532 @@
+"""Figures of a report: error versus budget (one page per adversary and metric,
+one panel per data set, one line per method with a 95% band), recovery
+thresholds where the structure is known, runtime per method, and differences
+against a baseline.
+
+Figures are plain `matplotlib.figure.Figure` objects (no pyplot state), so they
+are freed as soon as the report has saved them.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_NAMES, METRIC_TEXT, Cube, summarize
+from .style import PAGE, MethodStyles
+from .tables import baseline_difference, fmt_list, fmt_num, shorten
+
+MAX_NOTE_LINES = 7
+#: y is clipped when the largest value exceeds CLIP_RATIO times the 90th
+#: percentile of the curves: one exploding method would flatten all others.
+CLIP_RATIO = 5.0
+THRESHOLD_STYLES = (("0.25", "--"), ("0.45", ":"), ("0.25", "-."), ("0.55", (0, (5, 2, 1, 2))))
+LEVEL_KEYS = {"epsilon": "sample", "eps": "sample", "rho": "value", "alpha": "coordinate"}
+#: (levels, modes) each key of ``cmbench.theory.thresholds`` speaks about: m_A/2n
+#: (missing) and m_A/4n (replaced) bound alpha and rho alike (Theorem metaAlgThm
+#: takes rho = alpha); Lemma lm:recovery_rho is about A2 with missing entries;
+#: 1/n (Lemma lemma:metaUnknownA3) about A3 with missing entries.
+THRESHOLD_SCOPE = {
+    "m_a/2n": (("value", "coordinate"), ("missing",)),
+    "m_a/4n": (("value", "coordinate"), ("replace",)),
+    "rho_learn": (("value",), ("missing",)),
+    "rho_unlearnable": (("value",), ("missing",)),
+    "1/n": (("coordinate",), ("missing",)),
+}
+
+
+@dataclass
+class Panel:
+    """One data set's curves: per method, (budgets, centre, half-width)."""
+
+    title: str
+    x: np.ndarray
+    curves: dict[str, tuple[np.ndarray, np.ndarray]]
+    thresholds: list[tuple[str, float]] = field(default_factory=list)
+    off_range: list[str] = field(default_factory=list)  # thresholds not drawn
+    key: str = ""  # the data set's label, for notes
+
+
+@dataclass
+class Page:
+    """A figure and how to name it when written as PNG."""
+
+    fig: Figure
+    slug: str
+    png: bool = True
+
+
+# -- error curves --------------------------------------------------------------------
+def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
+    """One page per (adversary, metric) with a panel per data set that has values."""
+    pages = []
+    status = cube.status()
+    errors = cube.by_method("error")
+    for adversary in cube.adversaries:
+        for metric in cube.metrics:
+            values = cube.ok_values(metric).sel(adversary=adversary)
+            summ = summarize(values)
+            panels, empty = [], []
+            for d in cube.datasets:
+                mean = summ.mean.sel(dataset=d)
+                if not np.isfinite(mean.values).any():
+                    empty.append(d)
+                    continue
+                panels.append(_panel(cube, adversary, d, mean, summ.half.sel(dataset=d)))
+            notes = []
+            if empty:
+                notes.append(_empty_note(cube, status.sel(adversary=adversary), metric, empty))
+            notes += _gap_notes(cube, status.sel(adversary=adversary),
+                                errors.sel(adversary=adversary), adversary)
+            notes += _partial_notes(cube, summ, status.sel(adversary=adversary), adversary)
+            if not panels:
+                continue  # no page of empty panels; the note reaches the cells page
+            title = (f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} versus "
+                     f"budget, adversary {adversary}{_adv_detail(cube, adversary)}")
+            fig = curve_figure(title, panels, styles, xlabel=cube.budget_axis(adversary),
+                               ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
+                               subtitle="mean over instances with a 95% confidence band")
+            pages.append(Page(fig, f"{cube.experiment}-{adversary}-{metric}"))
+    return pages
+
+
+def _panel(cube: Cube, adversary: str, dataset: str, mean: xr.DataArray,
+           half: xr.DataArray) -> Panel:
+    x = cube.budgets
+    curves = {m: (mean.sel({"method": m}).values, half.sel({"method": m}).values)
+              for m in cube.methods}
+    drawn, off = [], []
+    lo, hi = float(np.nanmin(x)), float(np.nanmax(x))
+    pad = 0.25 * (hi - lo if hi > lo else max(abs(hi), 1.0))
+    for label, value in thresholds_for(cube, dataset, adversary):
+        if lo - pad <= value <= hi + pad:
+            drawn.append((label, value))
+        else:
+            off.append(f"{label} = {fmt_num(value)}")
+    return Panel(cube.dataset_title(dataset), x, curves, drawn, off, key=dataset)
+
+
+def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, float]]:
+    """Thresholds recorded for a data set whose structure is known, that apply to
+    the adversary's level and mode, sorted by value.
+
+    The runner stores ``cmbench.theory.thresholds(A)`` in ``datasets_info`` as
+    ``{key: {"value", "label"}}``. Which adversaries a threshold speaks about
+    comes, in this order, from optional ``"levels"`` / ``"modes"`` lists in the
+    entry, from `THRESHOLD_SCOPE` for the theory's keys, or from a key starting
+    with a budget's name (``rho...`` -> value level, ``alpha...`` -> coordinate,
+    ``epsilon...`` -> sample); an entry none of these scope applies everywhere.
+    """
+    info = cube.datasets_info.get(dataset, {})
+    if not info.get("structure_known"):
+        return []
+    level = cube.level(adversary)
+    mode = str(cube.adversaries_info.get(adversary, {}).get("mode", ""))
+    out = []
+    for key, entry in (info.get("thresholds") or {}).items():
+        if isinstance(entry, (int, float)):
+            entry = {"value": entry, "label": key}
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if value is None or not np.isfinite(float(value)):
+            continue
+        levels, modes = THRESHOLD_SCOPE.get(str(key), (None, None))
+        levels = entry.get("levels", levels)
+        modes = entry.get("modes", modes)
+        if levels is None:
+            prefix = re.match(r"[a-z]+", str(key).lower())
+            lv = LEVEL_KEYS.get(prefix.group(0)) if prefix else None
+            levels = [lv] if lv else None
+        if level and levels is not None and level not in levels:
+            continue
+        if mode and modes is not None and mode not in modes:
+            continue
+        out.append((_safe_math(str(entry.get("label") or key)), float(value)))
+    return sorted(out, key=lambda t: t[1])
+
+
+def curve_figure(title: str, panels: Sequence[Panel], styles: MethodStyles, *, xlabel: str,
+                 ylabel: str, notes: Sequence[str] = (), subtitle: str = "",
+                 zero_line: bool = False, floor_zero: bool = True) -> Figure:
+    """A page of panels in a grid (3 columns at most), one shared legend on top,
+    and notes at the bottom.
+
+    ``floor_zero`` starts the y axis at 0 (errors are non-negative); the axis is
+    linear, so a method that recovers exactly sits visibly at zero, where a log
+    axis would magnify its rounding noise. When one method's mean explodes (more
+    than `CLIP_RATIO` times the 90th percentile of all means) the axis is cut
+    above the rest, the cut points are marked on the top edge and a note gives
+    their maxima. Recovery thresholds shared by every panel that has them go
+    into the top legend; otherwise each panel has its own small legend.
+    """
+    n = len(panels)
+    ncols = 2 if n in (1, 4) else min(n, 3)  # one panel: half a page, not all of it
+    nrows = math.ceil(n / ncols)
+    fig = Figure(figsize=PAGE)
+    methods = styles_order(panels)
+    with_thr = [p.thresholds for p in panels if p.thresholds]
+    shared_thr = with_thr[0] if with_thr and all(t == with_thr[0] for t in with_thr) else None
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    clipped: dict[str, list[str]] = {}
+    for ax, panel in zip(axes.ravel(), panels):
+        for m, text in _draw_panel(ax, panel, styles, floor_zero=floor_zero,
+                                   zero_line=zero_line, thr_legend=shared_thr is None):
+            clipped.setdefault(m, []).append(text)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+    notes = list(notes)
+    off: dict[str, list[str]] = {}
+    for p in panels:
+        if p.off_range:
+            off.setdefault("; ".join(p.off_range), []).append(p.key or p.title.splitlines()[0])
+    for text, where in off.items():
+        notes.append(f"Recovery thresholds beyond the budgets shown ({', '.join(where)}): {text}.")
+    if clipped:
+        notes.append("Off the top of the y axis (marked by triangles on the top edge): "
+                     + "; ".join(f"{m} on {', '.join(v)}" for m, v in clipped.items()) + ".")
+    notes = _wrap_notes(notes)
+
+    h = PAGE[1]
+    ncol = _legend_columns(methods, 9, 6)
+    thr_labels = [f"{lb} = {fmt_num(v)}" for lb, v in shared_thr or []]
+    thr_ncol = _legend_columns(["recovery thresholds:"] + thr_labels, 8.5, 6)
+    thr_rows = math.ceil((len(thr_labels) + 1) / thr_ncol) if shared_thr else 0
+    rows = math.ceil(len(methods) / ncol) + thr_rows
+    fig.subplots_adjust(left=0.07, right=0.98, top=1 - (0.62 + 0.24 * rows + 0.45) / h,
+                        bottom=(0.72 + 0.15 * len(notes)) / h,
+                        hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
+    fig.suptitle(title, x=0.07, ha="left", y=1 - 0.18 / h, fontsize=12, fontweight="bold",
+                 parse_math=False)
+    if subtitle:
+        fig.text(0.07, 1 - 0.45 / h, subtitle, fontsize=9, style="italic", va="top",
+                 parse_math=False)
+    handles = [Line2D([], [], label=m, **styles[m].kwargs()) for m in methods]
+    if len(handles) > ncol:
+        handles = _row_major(handles, ncol)
+    if handles:
+        fig.legend(handles=handles, loc="upper center", ncol=ncol,
+                   bbox_to_anchor=(0.5, 1 - 0.62 / h), frameon=False, fontsize=9,
+                   handlelength=3.0, columnspacing=2.0)
+    if shared_thr:
+        y = 1 - (0.62 + 0.24 * (rows - thr_rows)) / h
+        intro = Line2D([], [], linestyle="none", label="recovery thresholds:")
+        thr_handles = [intro] + _threshold_handles(shared_thr)
+        if thr_rows > 1:
+            thr_handles = _row_major(thr_handles, thr_ncol)
+        fig.legend(handles=thr_handles, loc="upper center", ncol=thr_ncol,
+                   bbox_to_anchor=(0.5, y), frameon=False, fontsize=8.5, handlelength=3.0,
+                   columnspacing=1.5, handletextpad=0.4)
+    if notes:
+        fig.text(0.07, (0.12 + 0.15 * len(notes)) / h, "\n".join(notes), fontsize=7.5,
+                 va="top", color="0.2", linespacing=1.35, parse_math=False)
+    return fig
+
+
+def _legend_columns(labels: Sequence[str], fontsize: float, most: int) -> int:
+    """Columns so that a legend row of the widest entries fits the page width."""
+    if not labels:
+        return 1
+    entry = max(len(x) for x in labels) * 0.6 * fontsize / 72 + 0.75  # text + handle, in
+    return int(max(1, min(most, len(labels), (PAGE[0] - 1.0) // entry)))
+
+
+def _row_major(handles: list, ncol: int) -> list:
+    """Legends fill columns first; reorder so that the legend reads row by row."""
+    nrow = math.ceil(len(handles) / ncol)
+    return [handles[r * ncol + c] for c in range(ncol) for r in range(nrow)
+            if r * ncol + c < len(handles)]
+
+
+def styles_order(panels: Sequence[Panel]) -> list[str]:
+    seen: dict[str, None] = {}
+    for p in panels:
+        for m in p.curves:
+            seen[m] = None
+    return list(seen)
+
+
+def _threshold_handles(thresholds: Sequence[tuple[str, float]]) -> list[Line2D]:
+    return [Line2D([], [], color=c, linestyle=ls, linewidth=1.2,
+                   label=f"{label} = {fmt_num(value)}")
+            for (label, value), (c, ls) in zip(thresholds, _cycle(THRESHOLD_STYLES))]
+
+
+def _cycle(items):
+    while True:
+        yield from items
+
+
+def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
+                zero_line: bool, thr_legend: bool) -> list[tuple[str, str]]:
+    """Draw one panel; return (method, "data set (max v)") for curves cut at the top."""
+    x = np.asarray(panel.x, dtype=float)
+    order = np.argsort(x)
+    x = x[order]
+    drawn = {}
+    for m, (centre, half) in panel.curves.items():
+        c, hw = np.asarray(centre, float)[order], np.asarray(half, float)[order]
+        if not np.isfinite(c).any():
+            continue
+        st = styles[m]
+        band = np.isfinite(c) & np.isfinite(hw)
+        if band.any():
+            ax.fill_between(x, np.where(band, c - hw, np.nan), np.where(band, c + hw, np.nan),
+                            color=st.color, alpha=0.16, linewidth=0, zorder=2)
+        ax.plot(x, c, label=m, zorder=3, **st.kwargs())
+        drawn[m] = (c, np.where(band, c + hw, c))
+    if zero_line:
+        ax.axhline(0.0, color="0.2", linewidth=0.8, zorder=1)
+    for (_, value), h in zip(panel.thresholds, _threshold_handles(panel.thresholds)):
+        ax.axvline(value, color=h.get_color(), linestyle=h.get_linestyle(), linewidth=1.2,
+                   zorder=1)
+    if thr_legend and panel.thresholds:
+        ax.legend(handles=_threshold_handles(panel.thresholds), loc="best", fontsize=7.5,
+                  framealpha=0.85, handlelength=2.5, title="recovery thresholds",
+                  title_fontsize=7.5)
+    cut = []
+    top = _ylimits(ax, drawn, floor_zero=floor_zero)
+    if top is not None:
+        for m, (c, _) in drawn.items():
+            over = np.isfinite(c) & (c > top)
+            if over.any():
+                ax.plot(x[over], np.full(over.sum(), top), linestyle="none", marker="^",
+                        markersize=7, color=styles[m].color, clip_on=False, zorder=4)
+                where = panel.key or panel.title.splitlines()[0]
+                cut.append((m, f"{where} (max {fmt_num(c[over].max())})"))
+    ax.set_title(panel.title, fontsize=9.5, loc="left")
+    if len(x) <= 7:  # label every budget; more would crowd, the default locator copes
+        ax.set_xticks(x)
+        ax.set_xticklabels([fmt_num(v) for v in x])
+    return cut
+
+
+def _ylimits(ax, drawn: dict, *, floor_zero: bool) -> float | None:
+    """Set the y range; return the top when a curve was cut, else None."""
+    if not drawn:
+        return None
+    centres = np.concatenate([c[np.isfinite(c)] for c, _ in drawn.values()])
+    tops = np.concatenate([t[np.isfinite(t)] for _, t in drawn.values()])
+    if not floor_zero or centres.min() < 0:
+        return None  # differences: matplotlib's own range, around the zero line
+    ref = float(np.percentile(centres, 90))
+    limit = CLIP_RATIO * ref
+    if ref > 0 and centres.max() > limit:
+        kept = np.concatenate([centres[centres <= limit], tops[tops <= limit]])
+        top = 1.06 * float(kept.max())
+        ax.set_ylim(0, top)
+        return top
+    hi = float(tops.max())
+    ax.set_ylim(0, 1.06 * hi if hi > 0 else 1.0)
+    return None
+
+
+# -- notes ---------------------------------------------------------------------------
+def _gap_notes(cube: Cube, status: xr.DataArray, errors: xr.DataArray, adversary: str) -> list[str]:
+    """One line per kind of gap or failure of this adversary, where, and why;
+    methods with the same gap share a line."""
+    sym = _plain(cube.budget_symbol(adversary))
+    what = {"undefined": "undefined", "not-applicable": "not applicable",
+            "failed": "FAILED", "timeout": "TIMED OUT"}
+    groups: dict[tuple, list] = {}  # (kind, where, budgets, why) -> [methods, cells]
+    for m in cube.methods:
+        st = status.sel({"method": m}).values  # dataset, instance, budget
+        err = errors.sel({"method": m}).values
+        for kind in GAP_STATUSES + FAIL_STATUSES:
+            hit = st == kind
+            if not hit.any():
+                continue
+            ds_hit = [d for i, d in enumerate(cube.datasets) if hit[i].any()]
+            where = (f"on {fmt_list(ds_hit, len(cube.datasets))} data sets" if len(ds_hit) > 1
+                     else f"on {ds_hit[0]}")
+            budgets = fmt_list(cube.budgets[hit.any(axis=(0, 1))].tolist(), len(cube.budgets))
+            why = "; see the list of cells that did not run"
+            if kind in GAP_STATUSES:
+                reasons = sorted({str(e) for e in err[hit] if str(e)})
+                why = f": {shorten(reasons[0], 90)}" if reasons else ""
+                if len(reasons) > 1:
+                    why += f" (+{len(reasons) - 1} other reasons)"
+            entry = groups.setdefault((kind, where, budgets, why), [[], 0])
+            entry[0].append(m)
+            entry[1] += int(hit.sum())
+    out = [f"{', '.join(ms)}: {what[kind]} {where} at {sym} = {budgets} ({n} cells){why}"
+           for (kind, where, budgets, why), (ms, n) in groups.items()]
+    if out:
+        out.insert(0, "Gaps in the curves (undefined or not-applicable cells are not failures):")
+    return out
+
+
+def _partial_notes(cube: Cube, summ, status: xr.DataArray, adversary: str) -> list[str]:
+    """Where a mean rests on fewer instances than the cube holds."""
+    ok = (status == "ok").any("instance")  # a cell some instance computed
+    partial = (summ.count < summ.total) & (summ.count > 0) & ok
+    if not bool(partial.any()):
+        return []
+    ms = [str(m) for m in partial["method"].values if bool(partial.sel({"method": m}).any())]
+    return [f"Means over fewer than all {summ.total} instances (some not ok) for: "
+            f"{', '.join(ms)}."]
+
+
+def _empty_note(cube: Cube, status: xr.DataArray, metric: str, empty: Sequence[str]) -> str:
+    nothing_ok = [d for d in empty if not bool((status.sel(dataset=d) == "ok").any())]
+    unknown = [d for d in empty if d not in nothing_ok]
+    parts = []
+    if unknown:
+        why = " (covariance unknown)" if metric == "mahalanobis" else ""
+        parts.append(f"no {metric} values{why} for {', '.join(unknown)}")
+    if nothing_ok:
+        parts.append(f"no ok cell for {', '.join(nothing_ok)}")
+    return "No panel: " + "; ".join(parts) + "."
+
+
+def _wrap_notes(notes: Sequence[str], width: int = 190) -> list[str]:
+    import textwrap
+
+    lines = []
+    for note in notes:
+        lines.extend(textwrap.wrap(note, width, subsequent_indent="    ") or [""])
+    if len(lines) > MAX_NOTE_LINES:
+        cut = len(lines) - MAX_NOTE_LINES + 1
+        lines = lines[: MAX_NOTE_LINES - 1] + [f"… {cut} more note lines; the page of cells "
+                                                "that did not run lists every gap."]
+    return lines
+
+
+# -- runtime -------------------------------------------------------------------------
+def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
+    """Seconds per cell per method: bars are the mean over ok cells, markers the
+    mean per data set; a log axis when the means span more than two decades."""
+    secs = cube.by_method("seconds").where(cube.status() == "ok")
+    secs = secs.where(np.isfinite(secs))
+    methods = list(cube.methods)
+    overall = np.array([float(secs.sel({"method": m}).mean(skipna=True)) for m in methods])
+    if not np.isfinite(overall).any():
+        return None
+    per_ds = secs.mean(["instance", "adversary", "budget"], skipna=True)  # method, dataset
+    fig = Figure(figsize=PAGE)
+    # bars keep a readable thickness: the axes grow with the number of methods
+    height = min(0.42, 0.05 + 0.06 * len(methods))
+    ax = fig.add_axes([0.22, 0.86 - height, 0.62, height])
+    _runtime_by_budget(fig.add_axes([0.22, 0.08, 0.62, 0.86 - height - 0.17]), cube, secs,
+                       styles)
+    y = np.arange(len(methods))[::-1]
+    ax.barh(y, np.where(np.isfinite(overall), overall, 0.0),
+            color=[styles[m].color for m in methods], alpha=0.8, height=0.62, zorder=2)
+    markers = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+    if len(cube.datasets) > 1:
+        for j, d in enumerate(cube.datasets):
+            ax.scatter(per_ds.sel(dataset=d).values, y, marker=markers[j % len(markers)],
+                       facecolor="white", edgecolor="0.1", s=26, zorder=3, label=d,
+                       linewidths=0.9)
+        ax.legend(title="mean per data set", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  fontsize=8, title_fontsize=8, frameon=False)
+    pos = overall[np.isfinite(overall) & (overall > 0)]
+    log = bool(pos.size and pos.max() / pos.min() > 100)
+    if log:
+        ax.set_xscale("log")
+    ax.set_yticks(y)
+    ax.set_yticklabels(methods, fontsize=9)
+    ax.set_ylim(-0.6, len(methods) - 0.4)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("seconds per cell, mean over ok cells" + (" (log scale)" if log else ""))
+    for yi, v in zip(y, overall):
+        ax.annotate(f"{fmt_num(v)} s" if np.isfinite(v) else "no ok cell",
+                    (v if np.isfinite(v) else 0.0, yi), xytext=(4, 0),
+                    textcoords="offset points", va="center", ha="left", fontsize=8,
+                    color="0.15", zorder=4,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1})
+    counts = cube.status_counts()
+    fig.suptitle(f"{cube.experiment}: runtime per method", x=0.07, ha="left", y=0.965,
+                 fontsize=12, fontweight="bold")
+    fig.text(0.07, 0.925, f"Seconds recorded per cell (data set, instance, adversary, budget) "
+             f"for each method; {counts.get('timeout', 0)} timed-out and "
+             f"{counts.get('failed', 0)} failed cells are left out.", fontsize=9,
+             style="italic", va="top", parse_math=False)
+    return Page(fig, f"{cube.experiment}-runtime")
+
+
+def _runtime_by_budget(ax, cube: Cube, secs: xr.DataArray, styles: MethodStyles) -> None:
+    """Mean seconds per cell against the budget, over data sets, instances and
+    adversaries: how a method's cost grows with the corruption."""
+    by_budget = secs.mean(["dataset", "instance", "adversary"], skipna=True)
+    x = cube.budgets
+    order = np.argsort(x)
+    for m in cube.methods:
+        ax.plot(x[order], by_budget.sel({"method": m}).values[order], label=m,
+                **styles[m].kwargs())
+    vals = by_budget.values[np.isfinite(by_budget.values) & (by_budget.values > 0)]
+    if vals.size and vals.max() / vals.min() > 100:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel("budget" if len({cube.level(a) for a in cube.adversaries}) != 1
+                  else cube.budget_axis(cube.adversaries[0]))
+    ax.set_ylabel("seconds per cell")
+    ax.set_title("mean over data sets, instances and adversaries, by budget", loc="left",
+                 fontsize=9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+# -- baseline ------------------------------------------------------------------------
+def baseline_pages(cube: Cube, base: Cube, styles: MethodStyles) -> list[Page]:
+    """Difference (this run - baseline) of the mean error, per adversary and metric."""
+    pages = []
+    for metric in cube.metrics:
+        if metric not in base.ds:
+            continue
+        diff, half, _, _ = baseline_difference(cube, base, metric)
+        if not np.isfinite(diff.values).any():
+            continue
+        for adversary in [str(a) for a in diff["adversary"].values]:
+            panels = []
+            for d in [str(v) for v in diff["dataset"].values]:
+                dd = diff.sel(adversary=adversary, dataset=d)
+                if not np.isfinite(dd.values).any():
+                    continue
+                hh = half.sel(adversary=adversary, dataset=d)
+                curves = {str(m): (dd.sel({"method": m}).values, hh.sel({"method": m}).values)
+                          for m in dd["method"].values}
+                panels.append(Panel(cube.dataset_title(d), np.asarray(dd["budget"].values, float),
+                                    curves, key=d))
+            if not panels:
+                continue
+            name = METRIC_TEXT.get(metric, metric)
+            title = (f"{cube.experiment}: {name}, this run minus baseline "
+                     f"({base.experiment}), adversary {adversary}")
+            fig = curve_figure(title, panels, styles, xlabel=cube.budget_axis(adversary),
+                               ylabel=f"difference in {METRIC_NAMES.get(metric, metric)}",
+                               subtitle=f"mean over instances of the paired difference, "
+                                        f"95% band; below 0: lower error than the baseline "
+                                        f"{base.source}",
+                               zero_line=True, floor_zero=False)
+            pages.append(Page(fig, f"{cube.experiment}-baseline-{adversary}-{metric}"))
+    return pages
+
+
+# -- helpers -------------------------------------------------------------------------
+def _adv_detail(cube: Cube, adversary: str) -> str:
+    info = cube.adversaries_info.get(adversary, {})
+    bits = [str(info[k]) for k in ("level", "mode") if info.get(k)]
+    name = info.get("name")
+    if name and name != adversary:
+        bits.insert(0, str(name))
+    return f" ({', '.join(bits)})" if bits else ""
+
+
+def _plain(text: str) -> str:
+    """Mathtext to plain text, for titles and notes drawn with math off."""
+    swaps = {r"$\ell_2$": "l2", r"$\epsilon$": "ε", r"$\rho$": "ρ", r"$\alpha$": "α"}
+    for k, v in swaps.items():
+        text = text.replace(k, v)
+    return text.replace("$", "")
+
+
+def _safe_math(label: str) -> str:
+    """A label with unbalanced ``$`` would make mathtext raise; escape it then."""
+    return label if label.count("$") % 2 == 0 else label.replace("$", r"\$")

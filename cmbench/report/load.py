@@ -1,0 +1,308 @@
+"""Reading and checking results cubes, and the per-method views reports draw from.
+
+A report is built from cubes alone: this module reads a netCDF file (or takes an
+``xarray.Dataset``), checks the dimensions and variables the runner writes, and
+parses the JSON attributes. Attributes that a cube from an older run may lack
+(``metrics``, ``methods``, ``datasets_info``, ``adversaries_info``, ...) fall back
+to what the data variables say, so such a cube is reported without rerunning.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from ..errors import UserError
+
+DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
+CELL_DIMS = DIMS[:4]  # what one method's value varies over
+#: variables a cube must hold, with their dims (optional ones are not listed)
+REQUIRED = {
+    "l2": DIMS,
+    "mahalanobis": DIMS,
+    "seconds": DIMS,
+    "status": DIMS,
+    "error": DIMS,
+}
+OPTIONAL = {
+    "recovered_fraction": DIMS[:5],
+    "discarded_fraction": DIMS[:5],
+    "d_entry1": CELL_DIMS,
+    "d_entry_inf": CELL_DIMS,
+    "d_tv": CELL_DIMS,
+}
+STATUSES = ("ok", "undefined", "not-applicable", "failed", "timeout")
+GAP_STATUSES = ("undefined", "not-applicable")  # gaps with a note, not failures
+FAIL_STATUSES = ("failed", "timeout")
+METRIC_NAMES = {"l2": r"$\ell_2$ error", "mahalanobis": "Mahalanobis error"}  # axis labels
+METRIC_TEXT = {"l2": "l2 error", "mahalanobis": "Mahalanobis error"}  # titles, tables
+#: budget symbol and meaning per adversary level (the paper's A1, A2, A3)
+LEVEL_AXIS = {
+    "sample": (r"$\epsilon$", "fraction of samples"),
+    "value": (r"$\rho$", "fraction of values per coordinate"),
+    "coordinate": (r"$\alpha$", "fraction of all values"),
+}
+
+
+@dataclass
+class Cube:
+    """One experiment's results cube, checked, with its attributes parsed.
+
+    Attributes
+    ----------
+    ds : the Dataset, variables transposed to the canonical dim order.
+    source : the file it came from, or ``"<dataset N>"`` for an in-memory one.
+    methods : label -> (recoverer, estimator), in suite order.
+    metrics : error variables to plot, in order.
+    """
+
+    ds: xr.Dataset
+    source: str
+    experiment: str
+    methods: dict[str, tuple[str, str]]
+    metrics: list[str]
+    datasets_info: dict[str, dict[str, Any]]
+    adversaries_info: dict[str, dict[str, Any]]
+    plugins: list[dict[str, Any]]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    # -- labels -------------------------------------------------------------
+    @property
+    def datasets(self) -> list[str]:
+        return [str(v) for v in self.ds["dataset"].values]
+
+    @property
+    def adversaries(self) -> list[str]:
+        return [str(v) for v in self.ds["adversary"].values]
+
+    @property
+    def budgets(self) -> np.ndarray:
+        return np.asarray(self.ds["budget"].values, dtype=float)
+
+    def level(self, adversary: str) -> str:
+        return str(self.adversaries_info.get(adversary, {}).get("level", ""))
+
+    def budget_axis(self, adversary: str) -> str:
+        """Axis label of the budget, from the adversary's level."""
+        symbol, meaning = LEVEL_AXIS.get(self.level(adversary), ("budget", ""))
+        return f"{symbol} ({meaning})" if meaning else symbol
+
+    def budget_symbol(self, adversary: str) -> str:
+        return LEVEL_AXIS.get(self.level(adversary), ("budget", ""))[0]
+
+    def dataset_title(self, dataset: str) -> str:
+        """Panel title: the label, the component name when it differs, the shape and,
+        where the structure is known, m_A, n and r."""
+        info = self.datasets_info.get(dataset, {})
+        name = info.get("name")
+        head = dataset if not name or name == dataset else f"{dataset} ({name})"
+        facts = []
+        shape = info.get("shape")
+        if shape and len(shape) == 2:
+            facts.append(f"N={shape[0]}")
+            if not info.get("structure_known"):
+                facts.append(f"n={shape[1]}")
+        if info.get("structure_known"):
+            if info.get("m_a") is not None:
+                facts.append(f"$m_A$={info['m_a']}")
+            if shape and len(shape) == 2:
+                facts.append(f"n={shape[1]}")
+            if info.get("rank") is not None:
+                facts.append(f"r={info['rank']}")
+        elif info.get("rank") is not None:
+            facts.append(f"rank hint {info['rank']}")
+        return head + ("\n" + ", ".join(facts) if facts else "")
+
+    # -- per-method views ---------------------------------------------------
+    def by_method(self, var: str) -> xr.DataArray:
+        """``var`` with (recoverer, estimator) replaced by a ``method`` dim.
+
+        Returns dims (method, dataset, instance, adversary, budget) for a
+        six-dim variable, (method, dataset, instance, adversary, budget) for a
+        five-dim one (no estimator dim). Select a method with
+        ``.sel({"method": label})``: ``sel(method=...)`` is xarray's own keyword.
+        """
+        labels = list(self.methods)
+        recs = xr.DataArray([self.methods[m][0] for m in labels], dims="method")
+        ests = xr.DataArray([self.methods[m][1] for m in labels], dims="method")
+        da = self.ds[var]
+        idx = {"recoverer": recs}
+        if "estimator" in da.dims:
+            idx["estimator"] = ests
+        out = da.sel(idx).drop_vars(["recoverer", "estimator"], errors="ignore")
+        out = out.assign_coords(method=labels)
+        return out.transpose("method", *[d for d in out.dims if d != "method"])
+
+    def status(self) -> xr.DataArray:
+        """Status per method and cell, dims (method, dataset, instance, adversary, budget)."""
+        return self.by_method("status")
+
+    def ok_values(self, metric: str) -> xr.DataArray:
+        """Metric per method where the cell is ok and the value is finite, else NaN."""
+        vals = self.by_method(metric)
+        return vals.where((self.status() == "ok") & np.isfinite(vals))
+
+    def status_counts(self) -> dict[str, int]:
+        """Cells per status over the whole cube (every recoverer x estimator pair)."""
+        values, counts = np.unique(self.ds["status"].values.astype(str), return_counts=True)
+        found = dict(zip(values.tolist(), counts.tolist()))
+        return {s: int(found.pop(s, 0)) for s in STATUSES} | {k: int(v) for k, v in found.items()}
+
+
+@dataclass
+class Summary:
+    """Mean over instances with a 95% confidence band, per method and cell.
+
+    All arrays have dims (method, dataset, adversary, budget). ``half`` is the
+    half-width of a Student-t interval ``t_{0.975, k-1} * s / sqrt(k)`` over the
+    ``k`` instances whose cell is ok (NaN when k < 2: no band from one value).
+    """
+
+    mean: xr.DataArray
+    half: xr.DataArray
+    count: xr.DataArray
+    total: int  # instances in the cube
+
+
+def summarize(values: xr.DataArray) -> Summary:
+    """Mean and 95% t-interval over the ``instance`` dim, skipping NaN.
+
+    Parameters
+    ----------
+    values : dims (method, dataset, instance, adversary, budget); NaN where the
+        cell gave no value.
+    """
+    count = values.count("instance")
+    mean = values.mean("instance", skipna=True)
+    sd = values.std("instance", ddof=1, skipna=True)
+    k = count.values.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tq = np.where(k >= 2, stats.t.ppf(0.975, np.maximum(k - 1, 1)), np.nan)
+        half = sd * xr.DataArray(tq, dims=count.dims, coords=count.coords) / np.sqrt(count)
+    return Summary(mean=mean, half=half.where(count >= 2), count=count,
+                   total=int(values.sizes["instance"]))
+
+
+# -- loading -------------------------------------------------------------------
+def load_cubes(cubes: Sequence[str | os.PathLike | xr.Dataset]) -> list[Cube]:
+    """Load and check each cube; see `load_cube`."""
+    if isinstance(cubes, (str, os.PathLike, xr.Dataset)):
+        cubes = [cubes]
+    if not cubes:
+        raise UserError("no results cube given to report on")
+    return [load_cube(c, index=i) for i, c in enumerate(cubes)]
+
+
+def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0) -> Cube:
+    """Read a results cube (netCDF path or Dataset) and check it.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        When the file cannot be read, or lacks a dimension or variable, or an
+        attribute is not valid JSON; the message names the file and what is wrong.
+    """
+    if isinstance(src, xr.Dataset):
+        ds, source = src, str(src.attrs.get("experiment") or f"<dataset {index}>")
+        source = f"<in-memory cube {source!s}>"
+    else:
+        source = str(src)
+        if not Path(source).is_file():
+            raise UserError(f"{source}: results cube not found")
+        try:
+            with xr.open_dataset(source, engine="netcdf4") as opened:
+                ds = opened.load()
+        except Exception as exc:  # any reader failure is the user's file
+            raise UserError(f"{source}: cannot read as a netCDF results cube ({exc})") from exc
+    return _check(ds, source)
+
+
+def _check(ds: xr.Dataset, source: str) -> Cube:
+    missing_dims = [d for d in DIMS if d not in ds.dims]
+    if missing_dims:
+        raise UserError(f"{source}: results cube lacks dimension(s) {', '.join(missing_dims)}")
+    missing = [v for v in REQUIRED if v not in ds.data_vars]
+    if missing:
+        raise UserError(f"{source}: results cube lacks variable(s) {', '.join(missing)}")
+    for var, dims in {**REQUIRED, **OPTIONAL}.items():
+        if var in ds.data_vars and set(ds[var].dims) != set(dims):
+            raise UserError(
+                f"{source}: variable {var!r} has dims {tuple(ds[var].dims)}, expected {dims}")
+    ds = ds.transpose(*DIMS)
+    ds = ds.assign(status=(DIMS, _text(ds["status"].values)),
+                   error=(DIMS, _text(ds["error"].fillna("").values)))
+    for dim in ("dataset", "adversary", "recoverer", "estimator"):
+        ds = ds.assign_coords({dim: _text(ds[dim].values)})
+    attrs = dict(ds.attrs)
+    methods = _methods(attrs, ds, source)
+    metrics = _json_attr(attrs, "metrics", None, source)
+    if metrics is None:  # older cube: plot what has values
+        metrics = [m for m in ("mahalanobis", "l2") if bool(np.isfinite(ds[m].values).any())]
+        metrics = metrics or ["l2"]
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    absent = [m for m in metrics if m not in ds.data_vars]
+    if absent:
+        raise UserError(f"{source}: attribute 'metrics' names variable(s) the cube lacks: "
+                        f"{', '.join(absent)}")
+    datasets_info = _json_attr(attrs, "datasets_info", {}, source)
+    adversaries_info = _json_attr(attrs, "adversaries_info", {}, source)
+    plugins = _json_attr(attrs, "plugins", [], source)
+    if isinstance(plugins, dict):  # tolerate {"name": "version"}
+        plugins = [{"plugin": k, "version": v} for k, v in plugins.items()]
+    experiment = str(attrs.get("experiment") or Path(source).stem)
+    return Cube(ds=ds, source=source, experiment=experiment, methods=methods,
+                metrics=list(metrics), datasets_info=dict(datasets_info or {}),
+                adversaries_info=dict(adversaries_info or {}), plugins=list(plugins or []),
+                attrs=attrs)
+
+
+def _text(values: np.ndarray) -> np.ndarray:
+    """Labels as str, whether stored as str, object or bytes (netCDF char arrays)."""
+    values = np.asarray(values)
+    if values.dtype.kind == "S" or (values.dtype == object and values.size
+                                    and isinstance(values.flat[0], bytes)):
+        return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v),
+                            otypes=[str])(values)
+    return values.astype(str)
+
+
+def _json_attr(attrs: Mapping[str, Any], key: str, default: Any, source: str) -> Any:
+    raw = attrs.get(key)
+    if raw is None:
+        return default
+    if not isinstance(raw, str):
+        return raw.tolist() if isinstance(raw, np.ndarray) else raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{source}: attribute {key!r} is not valid JSON ({exc})") from exc
+
+
+def _methods(attrs: Mapping[str, Any], ds: xr.Dataset, source: str) -> dict[str, tuple[str, str]]:
+    """The suite's method labels, else every (recoverer, estimator) pair."""
+    given = _json_attr(attrs, "methods", {}, source) or {}
+    recs = [str(r) for r in ds["recoverer"].values]
+    ests = [str(e) for e in ds["estimator"].values]
+    if not given:
+        return {f"{r}+{e}": (r, e) for r in recs for e in ests}
+    out = {}
+    for label, pair in given.items():
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise UserError(f"{source}: method {label!r} in attribute 'methods' is not "
+                            f"[recoverer, estimator]")
+        rec, est = str(pair[0]), str(pair[1])
+        if rec not in recs:
+            raise UserError(f"{source}: method {label!r} uses recoverer {rec!r}, "
+                            f"which the cube lacks (has {', '.join(recs)})")
+        if est not in ests:
+            raise UserError(f"{source}: method {label!r} uses estimator {est!r}, "
+                            f"which the cube lacks (has {', '.join(ests)})")
+        out[str(label)] = (rec, est)
+    return out

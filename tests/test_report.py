@@ -1,0 +1,357 @@
+"""Reports from results cubes built by hand (the layout the runner writes)."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from cmbench.errors import UserError
+from cmbench.report import write_report
+from cmbench.report.figures import thresholds_for
+from cmbench.report.load import load_cube, summarize
+from cmbench.report.style import MethodStyles
+from cmbench.report.tables import baseline_difference, brief_error, cells_with_status, ranking
+
+SMOKE_METHODS = {"Empirical Mean": ["none", "mean"], "C-Median": ["none", "coord-median"],
+                 "Two-Step-E": ["exact", "mean"]}
+
+
+# cmbench.theory.thresholds(A) for m_A = 5, n = 16, with its labels
+THRESHOLDS = {
+    "m_a/2n": {"value": 5 / 32, "label": "m_A/2n (missing, Cor. 2)"},
+    "m_a/4n": {"value": 5 / 64, "label": "m_A/4n (replace, Cor. 2)"},
+    "rho_learn": {"value": 4 / 28,
+                  "label": "(m_A-1)/(n+(m_A-1)(m_A-2)) (A2 learnable, Lemma 3)"},
+    "rho_unlearnable": {"value": 4 / 16, "label": "(m_A-1)/n (A2 unrecoverable, Lemma 3)"},
+    "1/n": {"value": 1 / 16, "label": "1/n (A3 unknown A, Lemma 2)"},
+}
+
+
+def make_cube(*, datasets=("gaussian", "uniform"), instances=3, adversaries=("min-rho",),
+              budgets=(0.0, 0.1, 0.2, 0.3), methods=SMOKE_METHODS, metrics=("mahalanobis", "l2"),
+              real=(), seed=0, experiment="synthetic", attrs=True) -> xr.Dataset:
+    """A cube as the runner writes it; method k's error grows like (k + 1) * budget,
+    so the methods' order is known. Data sets in ``real`` have no structure and
+    no Mahalanobis error."""
+    rng = np.random.default_rng(seed)
+    recs = sorted({p[0] for p in methods.values()})
+    ests = sorted({p[1] for p in methods.values()})
+    coords = {"dataset": list(datasets), "instance": np.arange(instances),
+              "adversary": list(adversaries), "budget": np.asarray(budgets, float),
+              "recoverer": recs, "estimator": ests}
+    dims = tuple(coords)
+    shape = tuple(len(v) for v in coords.values())
+    b = np.asarray(budgets, float)[None, None, None, :, None, None]
+    scale = np.zeros(shape[4:])
+    for k, (r, e) in enumerate(methods.values()):
+        scale[recs.index(r), ests.index(e)] = k + 1
+    l2 = scale * (0.05 + b) * (1 + 0.1 * rng.standard_normal(shape))
+    maha = 1.7 * l2
+    for d in real:
+        maha[list(datasets).index(d)] = np.nan
+    status = np.full(shape, "ok", dtype=object)
+    ds = xr.Dataset(
+        {"l2": (dims, l2), "mahalanobis": (dims, maha),
+         "seconds": (dims, 0.01 * (1 + scale) * np.ones(shape)),
+         "status": (dims, status), "error": (dims, np.full(shape, "", dtype=object)),
+         "recovered_fraction": (dims[:5], np.ones(shape[:5])),
+         "discarded_fraction": (dims[:5], np.zeros(shape[:5]))},
+        coords=coords)
+    if attrs:
+        ds.attrs.update({
+            "suite": "smoke", "suite_file": "suites/smoke.toml", "suite_hash": "ab" * 32,
+            "experiment": experiment, "description": "hand-made cube", "seed": 7,
+            "cmbench_version": "0.1.0", "created": "2024-01-02T03:04:05+00:00",
+            "host": "testhost",
+            "plugins": json.dumps([{"plugin": "cmbench.builtins.estimators", "version": "0.1.0"}]),
+            "metrics": json.dumps(list(metrics)), "methods": json.dumps(methods),
+            "datasets_info": json.dumps({d: {
+                "name": "real-data" if d in real else "synthetic-linear",
+                "shape": [200, 16], "rank": 8, "structure_known": d not in real,
+                "m_a": None if d in real else 5,
+                "thresholds": {} if d in real else THRESHOLDS}
+                for d in datasets}),
+            "adversaries_info": json.dumps({a: {"name": "min-value", "level": "value",
+                                                "mode": "missing"} for a in adversaries}),
+        })
+    return ds
+
+
+def set_cells(ds, status, message, **where):
+    """Mark the cells at ``where`` (labels) with ``status`` and NaN metrics."""
+    idx = {k: ds.indexes[k].get_indexer(np.atleast_1d(v)) for k, v in where.items()}
+    for k in idx:
+        assert (idx[k] >= 0).all(), k
+    sel = tuple(idx.get(d, slice(None)) for d in ds["status"].dims)
+    sel = np.ix_(*[np.atleast_1d(s) if not isinstance(s, slice)
+                   else np.arange(ds.sizes[d]) for s, d in zip(sel, ds["status"].dims)])
+    for var in ("l2", "mahalanobis", "seconds"):
+        ds[var].values[sel] = np.nan
+    ds["status"].values[sel] = status
+    ds["error"].values[sel] = message
+    return ds
+
+
+# -- reading the PDF -----------------------------------------------------------------
+def pdf_pages_text(path: Path) -> list[str]:
+    """The text layer, page by page (pypdf, else poppler's pdftotext)."""
+    try:
+        import pypdf
+    except ImportError:
+        pypdf = None
+    if pypdf is not None:
+        return [p.extract_text() or "" for p in pypdf.PdfReader(str(path)).pages]
+    if shutil.which("pdftotext"):
+        out = subprocess.run(["pdftotext", "-layout", str(path), "-"], check=True,
+                             capture_output=True, text=True).stdout
+        return out.split("\f")[:-1] if out.endswith("\f") else out.split("\f")
+    pytest.skip("neither pypdf nor pdftotext is installed to read the PDF's text layer")
+
+
+def pdf_info(path: Path) -> dict[str, str]:
+    """The PDF's metadata (pypdf, else poppler's pdfinfo)."""
+    try:
+        import pypdf
+    except ImportError:
+        pypdf = None
+    if pypdf is not None:
+        meta = pypdf.PdfReader(str(path)).metadata
+        return {k.lstrip("/"): str(v) for k, v in meta.items()}
+    if shutil.which("pdfinfo"):
+        out = subprocess.run(["pdfinfo", str(path)], check=True, capture_output=True,
+                             text=True).stdout
+        return {k.strip(): v.strip() for k, _, v in
+                (line.partition(":") for line in out.splitlines())}
+    pytest.skip("neither pypdf nor pdfinfo is installed to read the PDF's metadata")
+
+
+def squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+# -- reports -------------------------------------------------------------------------
+def test_smoke_report_pages_text_metadata_and_png(tmp_path):
+    ds = make_cube(adversaries=("min-rho", "random-rho"))
+    path = tmp_path / "synthetic.nc"
+    ds.to_netcdf(path, engine="netcdf4")
+    out = write_report([path], tmp_path / "out" / "report.pdf", png_dir=tmp_path / "png",
+                       title="My smoke run")
+    assert out == tmp_path / "out" / "report.pdf" and out.is_file()
+    assert not list(out.parent.glob("*.part"))
+    pages = pdf_pages_text(out)
+    # provenance + 2 adversaries x 2 metrics + ranking + runtime + cells
+    assert len(pages) == 1 + 2 * 2 + 1 + 1 + 1
+    text = squash("\n".join(pages))
+    for label in list(SMOKE_METHODS) + ["gaussian", "uniform", "min-rho", "random-rho"]:
+        assert squash(label) in text, label
+    assert "testhost" in text and "0.1.0" in text and "200x16" in text
+    assert "Nocellfailed" in text
+    # thresholds of the value-level adversary drawn and labelled; m_A, n, r in titles
+    assert "recoverythresholds" in text and "=0.143" in text and "=0.25" in text
+    assert "Lemma3" in text and "=0.156" in text and "=0.0781" not in text
+    assert "n=16" in text and "r=8" in text
+
+    info = pdf_info(out)
+    assert info["Title"] == "My smoke run" and info["Author"].startswith("cmbench")
+    pngs = sorted(p.name for p in (tmp_path / "png").glob("*.png"))
+    # the figures (2 adversaries x 2 metrics, runtime); not the text pages
+    assert pngs == sorted([f"synthetic-{a}-{m}.png" for a in ("min-rho", "random-rho")
+                           for m in ("l2", "mahalanobis")] + ["synthetic-runtime.png"])
+    assert all((tmp_path / "png" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
+
+
+def test_failed_cells_are_listed_and_gaps_are_not_failures(tmp_path):
+    ds = make_cube()
+    set_cells(ds, "failed", "ValueError: estimator coord-median returned NaN",
+              dataset="uniform", budget=0.3, recoverer="none", estimator="coord-median")
+    set_cells(ds, "timeout", "cell exceeded 60 s", dataset="gaussian", instance=1,
+              budget=0.2, recoverer="exact", estimator="mean")
+    set_cells(ds, "undefined", "no complete row left", dataset="gaussian", budget=0.3,
+              recoverer="none", estimator="mean")
+    out = write_report([ds], tmp_path / "r.pdf")
+    pages = pdf_pages_text(out)
+    text = squash("\n".join(pages))
+    assert squash("ValueError: estimator coord-median returned NaN") in text
+    assert squash("cell exceeded 60 s") in text
+    assert "4cell(s)failedortimedout" in text  # 3 instances + 1 timeout, provenance page
+    cells = [squash(p) for p in pages if squash(p).startswith("synthetic:cellsthatdidnotrun")]
+    assert cells, "no page of cells that did not run"
+    failed_part, _, gap_part = cells[0].partition("Gaps:")
+    assert "returnedNaN" in failed_part and "norow" not in failed_part
+    assert squash("no complete row left") in gap_part
+    # the curve pages say why they have a gap
+    assert "Gapsinthecurves" in text and "undefinedongaussian" in text
+
+    df = cells_with_status(load_cube(ds), ("failed", "timeout"))
+    assert set(df["status"]) == {"failed", "timeout"}
+    assert df["cells"].sum() == 3 + 1
+    assert df.loc[df.status == "failed", "instances"].iloc[0] == [0, 1, 2]
+
+
+def test_failed_cells_group_into_exact_blocks():
+    ds = make_cube()
+    # a recoverer failing fails every estimator after it: one row
+    set_cells(ds, "failed", "boom", dataset="gaussian", budget=[0.2, 0.3], instance=[0, 1],
+              recoverer="none")
+    set_cells(ds, "failed", "boom", dataset="gaussian", budget=0.1, instance=2,
+              recoverer="none")
+    df = cells_with_status(load_cube(ds), ("failed",))
+    assert df["cells"].sum() == 2 * 2 * 2 + 2
+    rows = {(tuple(r.budgets), tuple(r.instances)): r for r in df.itertuples()}
+    assert set(rows) == {((0.2, 0.3), (0, 1)), ((0.1,), (2,))}
+    top = rows[((0.2, 0.3), (0, 1))]
+    assert top.estimators == ["coord-median", "mean"] and top.cells == 8
+    assert set(top.method.split(", ")) == {"Empirical Mean", "C-Median"}
+    tb = ('Traceback (most recent call last):\n  File "a.py", line 3, in f\n    g()\n'
+          '  File "b.py", line 9, in g\n    raise ValueError("bad")\nValueError: bad\n')
+    assert brief_error(tb) == 'ValueError: bad (File "b.py", line 9, in g)'
+    assert brief_error("x" * 1000).endswith("…") and len(brief_error("x" * 1000)) == 400
+
+
+def test_older_cube_is_reported_without_rerun(tmp_path):
+    """An older run: no methods/metrics/info attributes, no optional variables,
+    another cmbench version; read from disk and reported as it is."""
+    ds = make_cube(attrs=False).drop_vars(["recovered_fraction", "discarded_fraction"])
+    ds.attrs.update({"suite": "paper", "experiment": "old", "cmbench_version": "0.0.9",
+                     "created": "2021-05-01T00:00:00", "seed": 1})
+    path = tmp_path / "old.nc"
+    ds.to_netcdf(path, engine="netcdf4")
+    cube = load_cube(path)
+    assert list(cube.methods) == ["exact+coord-median", "exact+mean", "none+coord-median",
+                                  "none+mean"]
+    assert cube.metrics == ["mahalanobis", "l2"]
+    text = squash("\n".join(pdf_pages_text(write_report([path], tmp_path / "old.pdf"))))
+    assert "0.0.9" in text and "none+coord-median" in text and "exact+mean" in text
+
+
+def test_several_experiments_baseline_and_real_data(tmp_path):
+    synth = make_cube()
+    real = make_cube(datasets=("leaf", "breast", "blood", "sensor", "mice"), real=(
+        "leaf", "breast", "blood", "sensor", "mice"), metrics=("l2",), experiment="real",
+        methods={k: v for k, v in SMOKE_METHODS.items() if k != "Two-Step-E"})
+    base = synth.copy(deep=True)
+    base["l2"] = base["l2"] + 0.5
+    out = write_report([synth, real], tmp_path / "r.pdf", baseline=base)
+    pages = [squash(p) for p in pdf_pages_text(out)]
+    kinds = ("cmbenchreport:smoke", "Mahalanobiserrorversusbudget", "l2errorversusbudget",
+             "Mahalanobiserror,thisrunminusbaseline", "l2error,thisrunminusbaseline",
+             "rankingofmethods", "runtimepermethod", "cellsthatdidnotrun",
+             "differenceagainstthebaseline")
+    found = {}
+    for p in pages:  # every page has one title; the text order within a page is free
+        hits = [(e, k) for e in ("", "synthetic:", "real:") for k in kinds
+                if (e + k) in p and (e or k.startswith("cmbench"))]
+        assert len(hits) == 1, hits
+        found[hits[0]] = found.get(hits[0], 0) + 1
+    n_prov = found.pop(("", "cmbenchreport:smoke"))
+    assert n_prov in (1, 2)  # provenance may run onto a second page
+    s, r = "synthetic:", "real:"
+    assert found == {
+        (s, "Mahalanobiserrorversusbudget"): 1, (s, "l2errorversusbudget"): 1,
+        (s, "rankingofmethods"): 1, (s, "runtimepermethod"): 1, (s, "cellsthatdidnotrun"): 1,
+        (s, "Mahalanobiserror,thisrunminusbaseline"): 1, (s, "l2error,thisrunminusbaseline"): 1,
+        (s, "differenceagainstthebaseline"): 1,
+        (r, "l2errorversusbudget"): 1,  # real data: no Mahalanobis, no baseline
+        (r, "rankingofmethods"): 1, (r, "runtimepermethod"): 1, (r, "cellsthatdidnotrun"): 1}
+    assert "cmbenchreport:smoke" in pages[0] and "real:cellsthatdidnotrun" in pages[-1]
+    real_curves = [p for p in pages if "real:l2errorversus" in p]
+    assert all(d in real_curves[0] for d in ("leaf", "breast", "blood", "sensor", "mice"))
+    assert "Two-Step-E" not in real_curves[0]
+    table = next(p for p in pages if p.startswith("synthetic:differenceagainst"))
+    assert "-0.5" in table  # mean difference in the baseline table
+
+    diff, half, _, _ = baseline_difference(load_cube(synth), load_cube(base), "l2")
+    np.testing.assert_allclose(diff.values, -0.5)
+    assert np.isfinite(half.values).all()
+
+
+def test_thresholds_apply_by_level_and_mode_where_structure_is_known():
+    ds = make_cube(datasets=("gaussian", "leaf"), real=("leaf",))
+
+    def values(level, mode, dataset="gaussian"):
+        ds.attrs["adversaries_info"] = json.dumps(
+            {"min-rho": {"name": "x", "level": level, "mode": mode}})
+        return [v for _, v in thresholds_for(load_cube(ds), dataset, "min-rho")]
+
+    # A2 (value) with missing entries: m_A/2n and both thresholds of Lemma recovery_rho
+    assert values("value", "missing") == pytest.approx([4 / 28, 5 / 32, 0.25])
+    assert values("value", "replace") == pytest.approx([5 / 64])
+    assert values("coordinate", "missing") == pytest.approx([1 / 16, 5 / 32])
+    assert values("sample", "missing") == []
+    assert values("value", "missing", dataset="leaf") == []  # structure unknown
+
+
+def test_summary_is_mean_with_student_t_band():
+    ds = make_cube(instances=5)
+    set_cells(ds, "undefined", "why", instance=4, dataset="gaussian", budget=0.1)
+    cube = load_cube(ds)
+    s = summarize(cube.ok_values("l2"))
+    v = ds["l2"].sel(dataset="gaussian", adversary="min-rho", budget=0.1, recoverer="none",
+                     estimator="mean").values[:4]
+    at = {"method": "Empirical Mean", "dataset": "gaussian", "adversary": "min-rho",
+          "budget": 0.1}  # a dict: sel(method=...) is sel's own keyword
+    assert float(s.mean.sel(at)) == pytest.approx(v.mean())
+    t_975_3 = 3.182446305284263
+    assert float(s.half.sel(at)) == pytest.approx(t_975_3 * v.std(ddof=1) / np.sqrt(4))
+    assert int(s.count.sel(at)) == 4
+
+
+def test_ranking_puts_the_dominant_method_first_and_penalizes_gaps():
+    ds = make_cube()  # error of method k grows like k + 1
+    df = ranking(load_cube(ds), "l2")
+    assert list(df["method"]) == ["Empirical Mean", "C-Median", "Two-Step-E"]
+    assert list(df["mean_rank"]) == [1.0, 2.0, 3.0]
+    # Empirical Mean undefined everywhere but budget 0: it no longer wins
+    set_cells(ds, "undefined", "no row", budget=[0.1, 0.2, 0.3], recoverer="none",
+              estimator="mean")
+    df = ranking(load_cube(ds), "l2")
+    assert df["method"].iloc[0] == "C-Median"
+    row = df.set_index("method").loc["Empirical Mean"]
+    assert row.cells == 2 and row.total_cells == 8  # 2 data sets x 4 budgets
+
+
+def test_styles_are_stable_and_distinct():
+    s = MethodStyles(["a", "b"])
+    assert s["a"] == MethodStyles(["a"])["a"]
+    many = [s[f"m{i}"] for i in range(20)]
+    assert len({(x.color, x.marker, x.linestyle) for x in many}) == 20
+
+
+def test_errors_name_file_and_missing_part(tmp_path):
+    path = tmp_path / "broken.nc"
+    make_cube().drop_vars("status").to_netcdf(path, engine="netcdf4")
+    with pytest.raises(UserError, match=r"broken\.nc.*status"):
+        write_report([path], tmp_path / "r.pdf")
+    junk = tmp_path / "junk.nc"
+    junk.write_text("not a cube")
+    with pytest.raises(UserError, match=r"junk\.nc"):
+        write_report([junk], tmp_path / "r.pdf")
+    with pytest.raises(UserError, match=r"nothere\.nc.*not found"):
+        write_report([tmp_path / "nothere.nc"], tmp_path / "r.pdf")
+    bad = make_cube()
+    bad.attrs["methods"] = json.dumps({"X": ["ghost", "mean"]})
+    with pytest.raises(UserError, match=r"ghost"):
+        write_report([bad], tmp_path / "r.pdf")
+    other = make_cube(methods={"Other": ["none", "mean"]})
+    with pytest.raises(UserError, match=r"baseline shares no method"):
+        write_report([make_cube()], tmp_path / "r.pdf", baseline=other)
+    assert not (tmp_path / "r.pdf").exists()
+
+
+def test_report_never_imports_the_runner():
+    pkg = Path(__file__).resolve().parents[1] / "cmbench" / "report"
+    for f in pkg.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [("." * node.level) + (node.module or "")]
+            assert not any("runner" in n for n in names), f.name
