@@ -22,7 +22,7 @@ from .errors import UserError
 
 FORMAT = 1
 DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
-CELL_VARS = ("l2", "mahalanobis", "seconds")
+CELL_VARS = ("l2", "mahalanobis", "seconds", "evaluations")
 RECOVERY_VARS = ("recovered_fraction", "discarded_fraction")
 CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv")
 STATUSES = ("ok", "undefined", "not-applicable", "failed", "timeout")

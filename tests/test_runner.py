@@ -47,9 +47,21 @@ COUNTING = textwrap.dedent('''
     def hang(X, *, rng):
         time.sleep(60)
 
+    def either_tail(X, budget, *, rng, structure, pipeline, evaluations=2):
+        k = int(np.floor(budget * X.shape[0]))
+        candidates = []
+        for sign in (1.0, -1.0):
+            Xc = X.copy()
+            np.put_along_axis(Xc, np.argsort(sign * X, axis=0, kind="stable")[:k], np.nan, axis=0)
+            candidates.append(Xc)
+        errors = [pipeline(c) for c in candidates[:evaluations]]
+        return candidates[int(np.argmax(errors))]
+
     @cmbench.hookimpl
     def register_adversaries():
-        return [cmbench.Adversary("count-hide", corrupt, level="value", mode="missing")]
+        return [cmbench.Adversary("count-hide", corrupt, level="value", mode="missing"),
+                cmbench.Adversary("either-tail", either_tail, level="value", mode="missing",
+                                  adaptive=True, params={"evaluations": 2})]
 
     @cmbench.hookimpl
     def register_recoverers():
@@ -244,3 +256,18 @@ def test_sigkill_then_rerun_gives_the_same_cube(tmp_path, log):
     assert counts(log)["corrupt"] == total - kept  # nothing finished is recomputed
     with xr.open_dataset(out / "t" / "e.nc") as ds:
         assert_same(reference, ds.load())
+
+
+def test_adaptive_adversary_is_staged_per_pipeline(tmp_path, log):
+    suite = make_suite(tmp_path, estimators='["mean", "cmedian"]', budgets="[0.0, 0.2]", instances=1,
+                       adversaries='["either-tail", "hide-smallest"]')
+    ds = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    evals = ds["evaluations"]
+    assert (evals.sel(adversary="either-tail") == 2).all()
+    assert np.isnan(evals.sel(adversary="hide-smallest")).all()
+    # The adaptive attack picks, per pipeline, the worse of two tails: never better than hiding the smallest.
+    worst = ds["l2"].sel(adversary="either-tail", budget=0.2)
+    fixed = ds["l2"].sel(adversary="hide-smallest", budget=0.2)
+    assert (worst >= fixed - 1e-12).all()
+    # count-fill logs once per evaluation plus once for the final cell, per estimator.
+    assert counts(log)["recover"] == 2 * 2 * 3 + 2  # adaptive: 2 budgets x 2 ests x (2 evals + 1); fixed: 2

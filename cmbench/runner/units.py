@@ -304,25 +304,36 @@ def _execute(job: Job) -> dict:
         data = load_data(job)
     except Exception as exc:
         return _fail_all(result, exp, FAILED, f"loading data set {job.dataset!r}: {_where(exc)}")
-    X, A = data.X, data.structure
-    rng = rng_for(suite.seed, "corrupt", *job.coords)
-    corrupted = guarded(check_corruption, call(adv.decl.fn, job.timeout, readonly(X), job.budget,
-                                                rng=rng, structure=A, **adv.params), X, adv, job.budget)
+    if adv.decl.adaptive:
+        return _execute_adaptive(job, suite.seed, exp, adv, data, result)
+    corrupted = _corrupt(job, suite.seed, adv, data, (), {})
     result["corruption"] = {"status": corrupted.status, "error": corrupted.error, "seconds": corrupted.seconds}
     if corrupted.status != OK:
-        prefix = f"adversary {adv.label!r}: " if corrupted.status in FAILURES else ""
-        return _fail_all(result, exp, corrupted.status, prefix + corrupted.error)
+        return _fail_all(result, exp, corrupted.status, corrupted.error)
     Xc = corrupted.value
-    Xc.setflags(write=False)
-    result["corruption"].update(corruption_distances(X, Xc))
+    result["corruption"].update(corruption_distances(data.X, Xc))
     for rec in exp.recoverers:
-        result["recovery"][rec.label], result["cells"][rec.label] = _recover_and_estimate(
-            job, suite.seed, exp, adv, rec, data, Xc)
+        recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc)
+        result["recovery"][rec.label] = recovery
+        result["cells"][rec.label] = {est.label: _estimate(job, suite.seed, rec, est, data, recovery, Xr)
+                                      for est in exp.estimators}
     return result
 
 
-def _recover_and_estimate(job: Job, seed: int, exp: Experiment, adv: Entry, rec: Entry,
-                          data: Data, Xc: np.ndarray) -> tuple[dict, dict]:
+def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: dict) -> Outcome:
+    rng = rng_for(seed, "corrupt", *job.coords, *stream)
+    out = guarded(check_corruption, call(adv.decl.fn, job.timeout, readonly(data.X), job.budget, rng=rng,
+                                         structure=data.structure, **adv.params, **extra),
+                  data.X, adv, job.budget)
+    if out.status == OK:
+        out.value.setflags(write=False)
+    elif out.status in FAILURES:
+        out.error = f"adversary {adv.label!r}: {out.error}"
+    return out
+
+
+def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.ndarray):
+    """Recover once; returns the recovery record and the recovered array (None unless ok)."""
     if adv.decl.mode not in rec.decl.modes:
         out = Outcome(NOT_APPLICABLE, f"recoverer {rec.label!r} handles {'/'.join(rec.decl.modes)} "
                                       f"corruption, not {adv.decl.mode}")
@@ -337,26 +348,89 @@ def _recover_and_estimate(job: Job, seed: int, exp: Experiment, adv: Entry, rec:
                                            rank=rank, **params), Xc, rec)
     recovery = {"status": out.status, "error": out.error, "seconds": out.seconds}
     if out.status != OK:
-        prefix = f"recoverer {rec.label!r}: " if out.status in FAILURES else ""
-        cell = {"status": out.status, "error": prefix + out.error}
-        return recovery, {est.label: dict(cell) for est in exp.estimators}
+        if out.status in FAILURES:
+            recovery["error"] = f"recoverer {rec.label!r}: {out.error}"
+        return recovery, None
     Xr, info = out.value
     Xr.setflags(write=False)
     rf, df = recovery_fractions(data.X, Xc, Xr, adv.decl.mode)
     recovery.update(recovered_fraction=rf, discarded_fraction=df, info=info)
-    cells = {}
-    n = data.X.shape[1]
-    for est in exp.estimators:
-        rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
-        res = guarded(check_estimate, call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params), n, est)
-        cell = {"status": res.status, "error": res.error,
-                "seconds": recovery["seconds"] + res.seconds}
-        if res.status == OK:
-            cell.update(errors(res.value, data))
-        elif res.status in FAILURES:
-            cell["error"] = f"estimator {est.label!r}: {res.error}"
-        cells[est.label] = cell
-    return recovery, cells
+    return recovery, Xr
+
+
+def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery: dict,
+              Xr: Optional[np.ndarray]) -> dict:
+    if Xr is None:  # the recovery did not succeed: its status is the cell's
+        return {"status": recovery["status"], "error": recovery["error"]}
+    rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
+    res = guarded(check_estimate, call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params),
+                  data.X.shape[1], est)
+    cell = {"status": res.status, "error": res.error, "seconds": recovery["seconds"] + res.seconds}
+    if res.status == OK:
+        cell.update(errors(res.value, data))
+    elif res.status in FAILURES:
+        cell["error"] = f"estimator {est.label!r}: {res.error}"
+    return cell
+
+
+class Pipeline:
+    """What an adaptive adversary attacks: recover + estimate, as ``error = pipeline(X_corrupted)``.
+
+    Returns the l2 error of the pipeline's estimate against the true mean; ``inf``
+    when the corruption makes the method undefined (the attack broke it). Each
+    call is counted, and the count goes into the cube's ``evaluations``.
+    """
+
+    def __init__(self, job: Job, seed: int, adv: Entry, rec: Entry, est: Entry, data: Data) -> None:
+        self.job, self.seed, self.adv, self.rec, self.est, self.data = job, seed, adv, rec, est, data
+        self.calls = 0
+
+    def __call__(self, Xc) -> float:
+        self.calls += 1
+        Xc = readonly(np.asarray(Xc, dtype=float))
+        recovery, Xr = _recover(self.job, self.seed, self.adv, self.rec, self.data, Xc)
+        cell = _estimate(self.job, self.seed, self.rec, self.est, self.data, recovery, Xr)
+        if cell["status"] == OK:
+            return cell["l2"]
+        if cell["status"] == UNDEFINED:
+            return float("inf")
+        raise RuntimeError(f"pipeline {self.rec.label}+{self.est.label} {cell['status']}: {cell['error']}")
+
+
+def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Data, result: dict) -> dict:
+    """An adaptive corruption depends on the pipeline: one per (recoverer, estimator) pair.
+
+    The corruption record holds the largest d_ENTRY / d_TV over the pairs; a
+    recoverer's recovered/discarded fractions are averaged over its estimators.
+    """
+    distances, seconds = [], 0.0
+    for rec in exp.recoverers:
+        cells, recoveries = {}, []
+        for est in exp.estimators:
+            pipeline = Pipeline(job, seed, adv, rec, est, data)
+            corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label),
+                                 {"pipeline": pipeline})
+            seconds += corrupted.seconds
+            if corrupted.status != OK:
+                cells[est.label] = {"status": corrupted.status, "error": corrupted.error,
+                                    "evaluations": pipeline.calls}
+                continue
+            distances.append(corruption_distances(data.X, corrupted.value))
+            recovery, Xr = _recover(job, seed, adv, rec, data, corrupted.value)
+            recoveries.append(recovery)
+            cells[est.label] = dict(_estimate(job, seed, rec, est, data, recovery, Xr),
+                                    evaluations=pipeline.calls)
+        result["cells"][rec.label] = cells
+        ok = [r for r in recoveries if r["status"] == OK]
+        result["recovery"][rec.label] = {
+            "status": recoveries[0]["status"] if recoveries else FAILED, "error": "",
+            **{v: float(np.mean([r[v] for r in ok])) for v in ("recovered_fraction", "discarded_fraction")
+               if ok}}
+    result["corruption"] = {"status": OK, "error": "", "seconds": seconds}
+    for key in ("d_entry1", "d_entry_inf", "d_tv"):
+        if distances:
+            result["corruption"][key] = max(d[key] for d in distances)
+    return result
 
 
 def _fail_all(result: dict, exp: Experiment, status: str, error: str) -> dict:
