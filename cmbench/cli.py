@@ -36,10 +36,10 @@ def main() -> None:
 @plugin_option
 def plugins(plugins) -> None:
     """List every component: kind, name, plugin and version, description."""
-    from .plugins import load_plugins
+    from .plugins import SINGULAR, load_plugins
 
     registry = load_plugins(plugins)
-    rows = [(kind[:-1], name, str(registry.source(kind, name)), decl.description)
+    rows = [(SINGULAR[kind], name, str(registry.source(kind, name)), decl.description)
             for kind in ("datasets", "adversaries", "recoverers", "estimators")
             for name, decl in registry.kind(kind).items()]
     _table(("kind", "name", "plugin", "description"), rows)

@@ -31,13 +31,15 @@ from . import __version__, hookspecs
 from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Recoverer
 from .errors import PluginError
 
-BUILTIN_MODULES = ("adversaries", "recoverers", "estimators", "datasets", "peers")
+BUILTIN_MODULES = ("adversaries", "recoverers", "estimators", "datasets", "peers", "worstcase")
 KINDS = {
     "adversaries": (Adversary, "register_adversaries"),
     "recoverers": (Recoverer, "register_recoverers"),
     "estimators": (Estimator, "register_estimators"),
     "datasets": (Dataset, "register_datasets"),
 }
+SINGULAR = {"adversaries": "adversary", "recoverers": "recoverer", "estimators": "estimator",
+            "datasets": "dataset"}
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 # What each kind's callable is called with, to check its signature fits.
@@ -80,7 +82,7 @@ class Registry:
         table = self.kind(kind)
         if name in table:
             return table[name]
-        raise PluginError(f"unknown {kind[:-1]} {name!r}; {choices_hint(name, table)}")
+        raise PluginError(f"unknown {SINGULAR[kind]} {name!r}; {choices_hint(name, table)}")
 
     def source(self, kind: str, name: str) -> Source:
         return self.sources[(kind, name)]
@@ -134,7 +136,7 @@ class _Loader:
             if item.name in table:
                 other = self.registry.sources[(kind, item.name)]
                 raise PluginError(
-                    f"duplicate {kind[:-1]} name {item.name!r}: declared by plugin {other.plugin} "
+                    f"duplicate {SINGULAR[kind]} name {item.name!r}: declared by plugin {other.plugin} "
                     f"and by plugin {source.plugin}")
             table[item.name] = item
             self.registry.sources[(kind, item.name)] = source
@@ -144,7 +146,7 @@ def _validate(kind: str, cls: type, item: object, source: Source) -> None:
     where = f"plugin {source.plugin}"
     if not isinstance(item, cls):
         raise PluginError(f"{where}: {kind} hook returned {item!r}; expected cmbench.{cls.__name__}")
-    what = f"{where}, {kind[:-1]} {item.name!r}"
+    what = f"{where}, {SINGULAR[kind]} {item.name!r}"
     if not isinstance(item.name, str) or not KEBAB.match(item.name):
         raise PluginError(f"{what}: the name must be kebab-case (lowercase words joined by '-')")
     if not callable(item.fn):

@@ -21,7 +21,7 @@ else:  # pragma: no cover
 
 from .components import Component
 from .errors import PluginError, SuiteError
-from .plugins import Registry, choices_hint, load_plugins
+from .plugins import SINGULAR, Registry, choices_hint, load_plugins
 
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list}
 REQUIRED_SUITE_KEYS = ("name", "experiment")
@@ -268,12 +268,12 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
         raise ctx.error(f"expected a component name or an inline table, got {item!r}")
     table = registry.kind(kind)
     if name not in table:
-        raise ctx.error(f"unknown {kind[:-1]} {name!r}; {choices_hint(name, table)}")
+        raise ctx.error(f"unknown {SINGULAR[kind]} {name!r}; {choices_hint(name, table)}")
     decl = table[name]
     for key in overrides:
         if key not in decl.params and not (kind == "recoverers" and key == "rank"):
             valid = ", ".join(sorted(decl.params)) or "none"
-            raise ctx.at(key).error(f"{kind[:-1]} {name!r} has no parameter {key!r}; "
+            raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r} has no parameter {key!r}; "
                                     f"its parameters: {valid}{_close(key, decl.params)}")
     if kind == "datasets" and isinstance(overrides.get("path"), str):
         p = Path(overrides["path"])
