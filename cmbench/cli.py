@@ -69,6 +69,11 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
     except Interrupted as exc:
         click.echo(f"cmbench: {exc}", err=True)
         sys.exit(130)
+    for old, n in sorted((stats.other_versions or {}).items()):
+        click.echo(f"cmbench: note: {n} cached units written by cmbench {old} were recomputed "
+                   f"by cmbench {__version__}", err=True)
+    if stats.damaged:
+        click.echo(f"cmbench: note: {stats.damaged} damaged cache files were recomputed", err=True)
     counts = collections.Counter()
     failed = []
     for name, ds in cubes.items():

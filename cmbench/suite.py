@@ -5,8 +5,10 @@ file, the key and the valid choices, so a typo never reaches the runner.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.resources
+import os
 import json
 import math
 import sys
@@ -44,6 +46,7 @@ class Entry:
     decl: Component
     params: dict
     source: str = ""  # plugin name and version
+    fingerprint: str = ""  # digest of the plugin's file (or its version) and of a data file it reads
 
     @property
     def name(self) -> str:
@@ -51,7 +54,8 @@ class Entry:
 
     def spec(self) -> dict:
         """What determines this entry's results (for cache keys and provenance)."""
-        return {"label": self.label, "name": self.decl.name, "params": self.params}
+        return {"label": self.label, "name": self.decl.name, "params": self.params,
+                "fingerprint": self.fingerprint}
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,8 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = ()) -> Suite:
     names = [e.name for e in parsed]
     _no_duplicates(ctx, "experiment.name", names)
     seed = doc.get("seed", 0)
+    if seed < 0:
+        raise SuiteError(f"{path}: key 'seed': must be a non-negative integer, got {seed}")
     return Suite(
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
         hash=hashlib.sha256(raw).hexdigest(), plugins=tuple(str(p) for p in plugins), experiments=tuple(parsed),
@@ -151,7 +157,10 @@ def _parse_toml(path: Path, raw: bytes) -> dict:
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise SuiteError(f"{path}: not UTF-8 text ({exc})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise SuiteError(f"{path}:{line}:{col}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
+                         "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}:{_toml_location(raw, exc)}: invalid TOML: {_toml_message(exc)}") from None
 
@@ -275,6 +284,8 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
             valid = ", ".join(sorted(decl.params)) or "none"
             raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r} has no parameter {key!r}; "
                                     f"its parameters: {valid}{_close(key, decl.params)}")
+    for key, value in overrides.items():
+        _check_param_type(ctx.at(key), decl.params.get(key), value)
     if kind == "datasets" and isinstance(overrides.get("path"), str):
         p = Path(overrides["path"])
         overrides["path"] = str(p if p.is_absolute() else (ctx.path.parent / p).resolve())
@@ -283,7 +294,52 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
         json.dumps(params, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ctx.error(f"parameters must be plain TOML values ({exc})") from None
-    return Entry(label=label, decl=decl, params=params, source=str(registry.source(kind, name)))
+    source = registry.source(kind, name)
+    return Entry(label=label, decl=decl, params=params, source=str(source),
+                 fingerprint=_fingerprint(source.plugin, source.version, params.get("path")))
+
+
+def _fingerprint(plugin: str, version: str, data_path: Any) -> str:
+    """So that resuming never serves results of an edited plugin file or data file."""
+    parts = [_file_digest(plugin) if plugin.endswith(".py") else version]
+    if isinstance(data_path, str):
+        parts.append(_file_digest(data_path))
+    return ":".join(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _digest_cached(path: str, size: int, mtime: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def _file_digest(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "absent"
+    return _digest_cached(path, st.st_size, st.st_mtime_ns)
+
+
+def _check_param_type(ctx: _Ctx, default: Any, value: Any) -> None:
+    """An override must have its default's type (an integer may stand for a float)."""
+    if default is None:
+        return
+    if isinstance(default, bool):
+        ok, expected = isinstance(value, bool), "a boolean"
+    elif isinstance(default, int):
+        ok, expected = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok, expected = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    elif isinstance(default, str):
+        ok, expected = isinstance(value, str), "a string"
+    elif isinstance(default, (list, tuple)):
+        ok, expected = isinstance(value, list), "an array"
+    elif isinstance(default, dict):
+        ok, expected = isinstance(value, dict), "a table"
+    else:
+        return
+    if not ok:
+        raise ctx.error(f"expected {expected} (the default is {default!r}), got {type(value).__name__} {value!r}")
 
 
 def _close(key: str, valid) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
@@ -14,7 +15,7 @@ from ..errors import UserError
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
 from .store import Store
-from .units import Job, execute, failed_cells, load_data
+from .units import OK, Job, call, execute, failed_cells, load_data
 
 
 class Interrupted(Exception):
@@ -27,6 +28,8 @@ class Progress:
     cached: int = 0
     computed: int = 0
     failed: int = 0
+    damaged: int = 0  # cached units that failed their checksum and were recomputed
+    other_versions: dict = None  # cmbench version -> cached units it wrote, recomputed
 
 
 def plan(suite: Suite, timeout: Optional[float] = None) -> list[tuple[Experiment, Job]]:
@@ -38,7 +41,7 @@ def plan(suite: Suite, timeout: Optional[float] = None) -> list[tuple[Experiment
                 for adv in exp.adversaries:
                     for budget in exp.budgets:
                         jobs.append((exp, Job(str(suite.path), suite.plugins, exp.name, ds.label,
-                                              inst, adv.label, budget, timeout)))
+                                              inst, adv.label, budget, timeout, suite.hash)))
     return jobs
 
 
@@ -80,7 +83,7 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
                          stats if stats is not None else Progress())
         written = {}
         for exp in suite.experiments:
-            ds = assemble(suite, exp, results[exp.name])
+            ds = assemble(suite, exp, results[exp.name], timeout)
             cubes.save(ds, root / f"{exp.name}.nc")
             written[exp.name] = ds
     finally:
@@ -103,6 +106,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
         else:
             results[exp.name][job.coords] = cached
     stats.total, stats.cached = len(planned), len(planned) - len(todo)
+    stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
     exps = {exp.name: exp for exp, _ in todo}
     bar = tqdm(total=len(planned), initial=stats.cached, desc=f"cmbench {suite.name}", unit="unit",
                file=sys.stderr, delay=0.5, dynamic_ncols=True,
@@ -129,7 +133,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
     return results
 
 
-def assemble(suite: Suite, exp: Experiment, results: dict) -> xr.Dataset:
+def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[float] = None) -> xr.Dataset:
     coords = {
         "dataset": [d.label for d in exp.datasets], "instance": list(exp.instances),
         "adversary": [a.label for a in exp.adversaries], "budget": list(exp.budgets),
@@ -146,28 +150,31 @@ def assemble(suite: Suite, exp: Experiment, results: dict) -> xr.Dataset:
                        for kind in ("datasets", "adversaries", "recoverers", "estimators")},
         "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,
                                        "adaptive": a.decl.adaptive} for a in exp.adversaries},
-        "datasets_info": {d.label: dataset_info(suite, exp, d.label) for d in exp.datasets},
+        "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout) for d in exp.datasets},
         "d_entry_method": "row-correspondence bound (exact for adversaries that corrupt rows in place)",
     }
     return cubes.build(coords, results, attrs)
 
 
-def dataset_info(suite: Suite, exp: Experiment, label: str) -> dict:
+def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[float] = None) -> dict:
     """Shape, rank and, where A is known, m_A and the paper's thresholds."""
     from .. import theory
 
-    job = Job(str(suite.path), suite.plugins, exp.name, label, exp.instances[0], "", 0.0)
-    try:
-        data = load_data(job)
-    except Exception as exc:  # already recorded in the cells; the info stays empty
-        return {"name": label, "shape": None, "rank": None, "structure_known": False,
-                "m_a": None, "thresholds": {}, "error": str(exc)}
     entry = next(d for d in exp.datasets if d.label == label)
-    info = {"name": entry.name, "shape": list(data.X.shape), "rank": data.rank,
-            "structure_known": data.structure is not None, "m_a": None, "thresholds": {}}
+    info = {"name": entry.name, "shape": None, "rank": None, "structure_known": False,
+            "m_a": None, "thresholds": {}}
+    job = Job(str(suite.path), suite.plugins, exp.name, label, exp.instances[0], "", 0.0, timeout, suite.hash)
+    loaded = call(load_data, timeout, job)
+    if loaded.status != OK:  # already recorded in the cells; the info stays empty
+        return dict(info, error=loaded.error)
+    data = loaded.value
+    info.update(shape=list(data.X.shape), rank=data.rank, structure_known=data.structure is not None)
     if data.structure is not None:
-        info["m_a"] = int(theory.m_a(data.structure))
         info["r"] = int(data.structure.shape[1])
-        info["thresholds"] = {k: {"value": float(v), "label": theory.THRESHOLD_LABELS.get(k, k)}
-                              for k, v in theory.thresholds(data.structure).items()}
+        try:
+            info["m_a"] = int(theory.m_a(data.structure))
+            info["thresholds"] = {k: {"value": float(v), "label": theory.THRESHOLD_LABELS.get(k, k)}
+                                  for k, v in theory.thresholds(data.structure).items()}
+        except (ValueError, np.linalg.LinAlgError) as exc:  # the report then draws no thresholds
+            info["error"] = f"m_A not computed: {exc}"
     return info

@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
 from ..errors import UserError
@@ -26,17 +27,57 @@ def _worker_init() -> None:
 
 
 def processes(jobs: Iterable[Job], fn: Callable, workers: int) -> Iterator:
-    jobs = list(jobs)
+    """A pool of spawned processes; a worker that dies takes only its own unit down.
+
+    When a worker dies (os._exit, a segfault) every unfinished future of the pool
+    breaks, so the culprit is unknown: the rest is run again one unit at a time,
+    in a fresh pool, where a death names its unit, which is recorded as failed.
+    """
+    queue = list(jobs)
+    in_flight = len(queue)
+    while queue:
+        pool = _pool(workers)
+        broken = []
+        try:
+            pending = {}
+            for job in queue[:in_flight]:
+                pending[pool.submit(fn, job)] = job
+            rest = queue[in_flight:]
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    job = pending.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        broken.append(job)
+                        continue
+                    yield job, result
+                    if rest and not broken:
+                        nxt = rest.pop(0)
+                        pending[pool.submit(fn, nxt)] = nxt
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if in_flight == 1 and broken:  # alone in its pool: this unit killed the worker
+            yield broken[0], worker_died(broken[0])
+            broken = broken[1:]
+        queue = broken + rest
+        in_flight = 1 if broken else in_flight
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
     ctx = multiprocessing.get_context("spawn")  # fork after threads (tqdm, BLAS) can deadlock
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
-    try:
-        pending = {pool.submit(fn, job): job for job in jobs}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield pending.pop(future), future.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
+
+
+def worker_died(job: Job) -> dict:
+    """The result of a unit whose worker process died: every cell failed."""
+    from .units import FAILED, _fail_all, experiment_for
+
+    _, exp = experiment_for(job)
+    return _fail_all({"corruption": {}, "recovery": {}, "cells": {}}, exp, FAILED,
+                     "the worker process died while computing this unit (a plugin crashed the "
+                     "interpreter: os._exit, a segfault, or out of memory)")
 
 
 def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int) -> Iterator:

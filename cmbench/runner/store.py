@@ -49,7 +49,8 @@ class Store:
         self.root = Path(root)
         self.suite = suite
         self.cache = self.root / ".cache"
-        self.stale = 0  # files ignored because they were corrupt or from another version
+        self.stale = 0  # files ignored because they were damaged
+        self.other_versions: dict = {}  # cmbench version -> units cached by it, ignored
         self._lock_file = None
 
     def path(self, exp: Experiment, job: Job) -> Path:
@@ -58,6 +59,7 @@ class Store:
 
     def get(self, exp: Experiment, job: Job) -> Optional[dict]:
         path = self.path(exp, job)
+        doc = None
         try:
             doc = json.loads(path.read_text())
             ok = (doc["format"] == FORMAT and doc["cmbench_version"] == __version__
@@ -68,7 +70,11 @@ class Store:
         except (OSError, ValueError, KeyError, TypeError):
             ok = False
         if not ok:
-            self.stale += 1
+            version = doc.get("cmbench_version") if isinstance(doc, dict) else None
+            if version and version != __version__:
+                self.other_versions[version] = self.other_versions.get(version, 0) + 1
+            else:
+                self.stale += 1
             return None
         return doc["result"]
 

@@ -40,14 +40,18 @@ class Job:
     adversary: str
     budget: float
     timeout: Optional[float] = None
+    suite_hash: str = ""  # memo key: an edited suite file is a different suite
 
     @property
     def coords(self) -> tuple:
         return (self.dataset, self.instance, self.adversary, self.budget)
 
 
-class CallTimeout(Exception):
-    """A plugin call ran past ``--timeout``."""
+class CallTimeout(BaseException):
+    """A plugin call ran past ``--timeout``.
+
+    A BaseException, so that a plugin's own ``except Exception`` cannot swallow it.
+    """
 
 
 @dataclass
@@ -60,12 +64,15 @@ class Outcome:
 
 # ---------------------------------------------------------------- per-process memo
 @functools.lru_cache(maxsize=4)
-def suite_for(path: str, plugins: tuple) -> Suite:
-    return load_suite(path, plugins)
+def suite_for(path: str, plugins: tuple, suite_hash: str = "") -> Suite:
+    suite = load_suite(path, plugins)
+    if suite_hash and suite.hash != suite_hash:
+        raise RuntimeError(f"suite file {path} changed while the sweep was running")
+    return suite
 
 
 def experiment_for(job: Job) -> tuple[Suite, Experiment]:
-    suite = suite_for(job.suite_path, job.plugins)
+    suite = suite_for(job.suite_path, job.plugins, job.suite_hash)
     return suite, next(e for e in suite.experiments if e.name == job.experiment)
 
 
@@ -74,8 +81,9 @@ def _entry(entries, label: str) -> Entry:
 
 
 @functools.lru_cache(maxsize=6)
-def _load(suite_path: str, plugins: tuple, experiment: str, dataset: str, instance: int) -> Data:
-    suite = suite_for(suite_path, plugins)
+def _load(suite_path: str, plugins: tuple, suite_hash: str, experiment: str, dataset: str,
+          instance: int) -> Data:
+    suite = suite_for(suite_path, plugins, suite_hash)
     exp = next(e for e in suite.experiments if e.name == experiment)
     entry = _entry(exp.datasets, dataset)
     rng = rng_for(suite.seed, "load", dataset, instance)
@@ -88,7 +96,10 @@ def check_data(data: Data, entry: Entry) -> Data:
     what = f"data set {entry.label!r} ({entry.source})"
     if not isinstance(data, Data):
         raise TypeError(f"{what}: load() returned {type(data).__name__}, expected cmbench.Data")
-    X = np.asarray(data.X, dtype=float)
+    for field in ("X", "mean", "cov", "structure"):
+        if getattr(data, field) is not None and np.iscomplexobj(getattr(data, field)):
+            raise ValueError(f"{what}: {field} holds complex values")
+    X = np.array(data.X, dtype=float)
     if X.ndim != 2:
         raise ValueError(f"{what}: X must be 2-D (N, n), got shape {X.shape}")
     N, n = X.shape
@@ -101,23 +112,35 @@ def check_data(data: Data, entry: Entry) -> Data:
     if np.isnan(X).any():
         raise ValueError(f"{what}: column {names[int(np.nonzero(np.isnan(X).any(0))[0][0])]!r} holds NaN "
                          "before corruption; give the data set a missing-value policy")
-    mean = np.asarray(data.mean, dtype=float)
+    mean = np.array(data.mean, dtype=float)
     if mean.shape != (n,) or not np.isfinite(mean).all():
         raise ValueError(f"{what}: true mean must be a finite ({n},) vector, got shape {mean.shape}")
-    X.setflags(write=False)
-    return Data(X=X, mean=mean, cov=None if data.cov is None else np.asarray(data.cov, dtype=float),
-                structure=None if data.structure is None else np.asarray(data.structure, dtype=float),
-                rank=data.rank, columns=tuple(names))
+    cov = None if data.cov is None else np.array(data.cov, dtype=float)
+    if cov is not None and (cov.shape != (n, n) or not np.isfinite(cov).all()):
+        raise ValueError(f"{what}: cov must be a finite ({n}, {n}) matrix, got shape {cov.shape}"
+                         + ("" if cov.shape != (n, n) else " with NaN or inf"))
+    A = None if data.structure is None else np.array(data.structure, dtype=float)
+    if A is not None and (A.ndim != 2 or A.shape[0] != n or not np.isfinite(A).all()):
+        raise ValueError(f"{what}: structure A must be a finite ({n}, r) matrix, got shape {A.shape}")
+    # Loaded data are memoized per process: no plugin may write into them.
+    for array in (X, mean, cov, A):
+        if array is not None:
+            array.setflags(write=False)
+    return Data(X=X, mean=mean, cov=cov, structure=A, rank=data.rank, columns=tuple(names))
 
 
 def load_data(job: Job) -> Data:
-    return _load(job.suite_path, job.plugins, job.experiment, job.dataset, job.instance)
+    return _load(job.suite_path, job.plugins, job.suite_hash, job.experiment, job.dataset, job.instance)
 
 
 # ---------------------------------------------------------------- guarded plugin calls
-def _where(exc: BaseException) -> str:
+def _where(exc: BaseException, fn: Optional[Callable] = None) -> str:
+    """'Type: message (file:line)', the line in the plugin's own file when the error came from below it."""
     frames = traceback.extract_tb(exc.__traceback__)
-    loc = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    home = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    own = [f for f in frames if f.filename == home]
+    frame = own[-1] if own else (frames[-1] if frames else None)
+    loc = f" ({frame.filename}:{frame.lineno})" if frame else ""
     msg = str(exc)
     if isinstance(exc, ValueError) and "read-only" in msg:
         msg += " - the plugin modified its input in place"
@@ -151,9 +174,19 @@ def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
         return Outcome(UNDEFINED, str(exc) or "undefined", seconds=time.perf_counter() - start)
     except NotApplicable as exc:
         return Outcome(NOT_APPLICABLE, str(exc) or "not applicable", seconds=time.perf_counter() - start)
+    except SystemExit as exc:  # a plugin's sys.exit() must not end the sweep
+        return Outcome(FAILED, f"SystemExit({exc.code!r}): the plugin called sys.exit",
+                       seconds=time.perf_counter() - start)
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
-        return Outcome(FAILED, _where(exc), seconds=time.perf_counter() - start)
+        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start)
     return Outcome(OK, value=value, seconds=time.perf_counter() - start)
+
+
+def blame(outcome: Outcome, entry: Entry, kind: str) -> Outcome:
+    """Prefix a failure or timeout with the component and the plugin that declared it."""
+    if outcome.status in FAILURES:
+        outcome.error = f"{kind} {entry.label!r} ({entry.source}): {outcome.error}"
+    return outcome
 
 
 def _call_in_thread(fn, timeout, args, kwargs):
@@ -183,15 +216,21 @@ def readonly(X: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- checks on outputs
+def _real(value: Any) -> np.ndarray:
+    array = np.asarray(value)
+    if np.iscomplexobj(array):
+        raise ValueError("returned complex values")
+    return np.asarray(array, dtype=float)
+
+
 def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.ndarray:
     """The adversary's contract: same shape, missing mode only hides, budget respected."""
-    name = f"adversary {adv.label!r} ({adv.source})"
-    Xc = np.asarray(Xc, dtype=float)
+    Xc = _real(Xc)
     if Xc.shape != X.shape:
-        raise ValueError(f"{name} returned shape {Xc.shape}, expected {X.shape}")
+        raise ValueError(f"returned shape {Xc.shape}, expected {X.shape}")
     changed = ~((Xc == X) | (np.isnan(Xc) & np.isnan(X)))
     if adv.decl.mode == "missing" and (changed & ~np.isnan(Xc)).any():
-        raise ValueError(f"{name} is a missing-mode adversary but changed visible values")
+        raise ValueError("is a missing-mode adversary but changed visible values")
     N, n = X.shape
     level = adv.decl.level
     if level == "sample":
@@ -204,31 +243,29 @@ def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.nd
         used, cap = int(changed.sum()), math.floor(budget * N * n + 1e-9)
         unit = "entries"
     if used > cap:
-        raise ValueError(f"{name} exceeded its budget: {used} {unit} corrupted, at most {cap} allowed "
+        raise ValueError(f"exceeded its budget: {used} {unit} corrupted, at most {cap} allowed "
                          f"at {level} level with budget {budget:g}")
     return Xc
 
 
 def check_recovery(out: Any, Xc: np.ndarray, rec: Entry) -> tuple[np.ndarray, dict]:
-    name = f"recoverer {rec.label!r} ({rec.source})"
     info = {}
     if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
         out, info = out
-    Xr = np.asarray(out, dtype=float)
+    Xr = _real(out)
     if Xr.shape != Xc.shape:
-        raise ValueError(f"{name} returned shape {Xr.shape}, expected {Xc.shape}")
+        raise ValueError(f"returned shape {Xr.shape}, expected {Xc.shape}")
     if np.isinf(Xr).any():
-        raise ValueError(f"{name} returned inf values")
+        raise ValueError("returned inf values")
     return Xr, {k: float(v) for k, v in info.items() if isinstance(v, (bool, int, float, np.number))}
 
 
 def check_estimate(mu: Any, n: int, est: Entry) -> np.ndarray:
-    name = f"estimator {est.label!r} ({est.source})"
-    mu = np.asarray(mu, dtype=float)
+    mu = _real(mu)
     if mu.shape != (n,):
-        raise ValueError(f"{name} returned shape {mu.shape}, expected ({n},)")
+        raise ValueError(f"returned shape {mu.shape}, expected ({n},)")
     if not np.isfinite(mu).all():
-        raise ValueError(f"{name} returned a NaN or inf mean; raise cmbench.Undefined if the method "
+        raise ValueError("returned a NaN or inf mean; raise cmbench.Undefined if the method "
                          "is not defined on this input")
     return mu
 
@@ -300,10 +337,10 @@ def _execute(job: Job) -> dict:
     suite, exp = experiment_for(job)
     adv = _entry(exp.adversaries, job.adversary)
     result = {"corruption": {}, "recovery": {}, "cells": {}}
-    try:
-        data = load_data(job)
-    except Exception as exc:
-        return _fail_all(result, exp, FAILED, f"loading data set {job.dataset!r}: {_where(exc)}")
+    loaded = blame(call(load_data, job.timeout, job), _entry(exp.datasets, job.dataset), "data set")
+    if loaded.status != OK:
+        return _fail_all(result, exp, loaded.status, loaded.error)
+    data = loaded.value
     if adv.decl.adaptive:
         return _execute_adaptive(job, suite.seed, exp, adv, data, result)
     corrupted = _corrupt(job, suite.seed, adv, data, (), {})
@@ -327,9 +364,7 @@ def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: 
                   data.X, adv, job.budget)
     if out.status == OK:
         out.value.setflags(write=False)
-    elif out.status in FAILURES:
-        out.error = f"adversary {adv.label!r}: {out.error}"
-    return out
+    return blame(out, adv, "adversary")
 
 
 def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.ndarray):
@@ -346,10 +381,9 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
         out = guarded(check_recovery, call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure,
                                            rank=rank, **params), Xc, rec)
+    blame(out, rec, "recoverer")
     recovery = {"status": out.status, "error": out.error, "seconds": out.seconds}
     if out.status != OK:
-        if out.status in FAILURES:
-            recovery["error"] = f"recoverer {rec.label!r}: {out.error}"
         return recovery, None
     Xr, info = out.value
     Xr.setflags(write=False)
@@ -363,13 +397,11 @@ def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery:
     if Xr is None:  # the recovery did not succeed: its status is the cell's
         return {"status": recovery["status"], "error": recovery["error"]}
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
-    res = guarded(check_estimate, call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params),
-                  data.X.shape[1], est)
+    res = blame(guarded(check_estimate, call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params),
+                        data.X.shape[1], est), est, "estimator")
     cell = {"status": res.status, "error": res.error, "seconds": recovery["seconds"] + res.seconds}
     if res.status == OK:
         cell.update(errors(res.value, data))
-    elif res.status in FAILURES:
-        cell["error"] = f"estimator {est.label!r}: {res.error}"
     return cell
 
 
