@@ -89,7 +89,7 @@ def load(path: Path) -> xr.Dataset:
     """Read a cube into memory; refuse one that is not a cube or is from a newer format."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"cube {path} does not exist")
+        raise UserError(f"results cube {path} not found")
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()

@@ -18,6 +18,8 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
+from .. import cube
+
 from ..errors import UserError
 
 DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
@@ -213,13 +215,7 @@ def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0) -> Cube:
         source = f"<in-memory cube {source!s}>"
     else:
         source = str(src)
-        if not Path(source).is_file():
-            raise UserError(f"{source}: results cube not found")
-        try:
-            with xr.open_dataset(source, engine="netcdf4") as opened:
-                ds = opened.load()
-        except Exception as exc:  # any reader failure is the user's file
-            raise UserError(f"{source}: cannot read as a netCDF results cube ({exc})") from exc
+        ds = cube.load(Path(source))  # one reader: it also refuses cubes of a newer format
     return _check(ds, source)
 
 

@@ -87,8 +87,9 @@ class Store:
         atomic_write_text(path, json.dumps(doc))
 
     def clear(self) -> None:
-        for file in self.cache.rglob("*.json"):
-            file.unlink()
+        for pattern in ("*.json", ".*.tmp"):  # temporaries of a killed run too
+            for file in self.cache.rglob(pattern):
+                file.unlink()
 
     def lock(self) -> None:
         """Refuse a second run writing the same folder at the same time."""
