@@ -94,7 +94,7 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
     """A shipped suite name (``paper``) or a path to a TOML file."""
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix == ".toml" or path.exists() or "/" in text:
+    if path.suffix == ".toml" or path.is_file() or "/" in text:
         if not path.is_file():
             raise SuiteError(f"suite file {path} does not exist")
         return path.resolve()

@@ -10,10 +10,14 @@
    recorded for data sets with a known structure as labelled vertical lines;
    a ranking table; runtime per method; the cells that did not run (failures
    with messages, then undefined / not-applicable gaps);
+   for cubes with adaptive (worst-case) adversaries, the stress pages of
+   `stress`: worst case next to the fixed attacks, error against d_ENTRY^1,
+   a worst-case summary table;
 3. with a baseline: difference curves and a table against it.
 
 Modules: `load` (reading and checking cubes), `figures` (curves, runtime),
-`tables` (provenance, ranking, cells, baseline; text-page layout), `style`
+`tables` (provenance, ranking, cells, baseline; text-page layout), `stress`
+(adaptive adversaries), `style`
 (colour and marker per method, rc settings).
 """
 from __future__ import annotations
@@ -31,7 +35,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from .. import __version__
 from ..errors import UserError
-from . import figures, tables
+from . import figures, stress, tables
 from .figures import Page
 from .load import Cube, load_cube, load_cubes
 from .style import RC, MethodStyles
@@ -108,6 +112,7 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
         pages += figures.error_pages(cube, styles)
         pages += [Page(f, f"{cube.experiment}-ranking", png=False)
                   for f in tables.ranking_pages(cube)]
+        pages += stress.stress_pages(cube, styles)  # only cubes with adaptive adversaries
         rt = figures.runtime_page(cube, styles)
         if rt is not None:
             pages.append(rt)

@@ -8,6 +8,7 @@ plugin files loadable in any process (local or Dask).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import signal
@@ -367,15 +368,21 @@ def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: 
     return blame(out, adv, "adversary")
 
 
+def _inapplicable(job: Job, adv: Entry, rec: Entry, data: Data) -> Optional[Outcome]:
+    """Why ``rec`` cannot meet this corruption or data set, if it cannot."""
+    if adv.decl.mode not in rec.decl.modes:
+        return Outcome(NOT_APPLICABLE, f"recoverer {rec.label!r} handles {'/'.join(rec.decl.modes)} "
+                                       f"corruption, not {adv.decl.mode}")
+    if rec.decl.needs_structure and data.structure is None:
+        return Outcome(NOT_APPLICABLE, f"recoverer {rec.label!r} needs the structure A, which data set "
+                                       f"{job.dataset!r} does not know")
+    return None
+
+
 def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.ndarray):
     """Recover once; returns the recovery record and the recovered array (None unless ok)."""
-    if adv.decl.mode not in rec.decl.modes:
-        out = Outcome(NOT_APPLICABLE, f"recoverer {rec.label!r} handles {'/'.join(rec.decl.modes)} "
-                                      f"corruption, not {adv.decl.mode}")
-    elif rec.decl.needs_structure and data.structure is None:
-        out = Outcome(NOT_APPLICABLE, f"recoverer {rec.label!r} needs the structure A, which data set "
-                                      f"{job.dataset!r} does not know")
-    else:
+    out = _inapplicable(job, adv, rec, data)
+    if out is None:
         rng = rng_for(seed, "recover", *job.coords, rec.label)
         params = dict(rec.params)
         rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
@@ -414,6 +421,8 @@ class Pipeline:
     """
 
     def __init__(self, job: Job, seed: int, adv: Entry, rec: Entry, est: Entry, data: Data) -> None:
+        # No timeout of its own: the adversary's whole search runs under --timeout.
+        job = dataclasses.replace(job, timeout=None)
         self.job, self.seed, self.adv, self.rec, self.est, self.data = job, seed, adv, rec, est, data
         self.calls = 0
 
@@ -438,6 +447,12 @@ def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Da
     distances, seconds = [], 0.0
     for rec in exp.recoverers:
         cells, recoveries = {}, []
+        skip = _inapplicable(job, adv, rec, data)
+        if skip is not None:
+            result["recovery"][rec.label] = {"status": skip.status, "error": skip.error}
+            result["cells"][rec.label] = {est.label: {"status": skip.status, "error": skip.error}
+                                          for est in exp.estimators}
+            continue
         for est in exp.estimators:
             pipeline = Pipeline(job, seed, adv, rec, est, data)
             corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label),
