@@ -11,15 +11,11 @@ import importlib.resources
 import os
 import json
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 from .components import Component
 from .errors import PluginError, SuiteError

@@ -4,6 +4,11 @@ from pathlib import Path
 
 import pytest
 
+# Subprocesses run `python -m cmbench.cli` from the repo root; without this the
+# source folder cmbench/ (whose plugins/ ships as cmbench.builtins only once
+# installed) would shadow the installed package.
+os.environ.setdefault("PYTHONSAFEPATH", "1")
+
 WINSORIZED = textwrap.dedent('''
     import numpy as np, cmbench
 
