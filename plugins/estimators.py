@@ -73,14 +73,38 @@ def _sorted_columns(X: np.ndarray) -> np.ndarray:
     return np.sort(X, axis=0)
 
 
+# Temporaries of a column block or row chunk stay under ~32 MB, so an
+# estimator's peak memory stays a small fraction of X's at N = 10^6.
+_BLOCK_ELEMENTS = 4_000_000
+
+
+def _column_blocks(N: int, n: int):
+    """Slices of the n columns, about ``_BLOCK_ELEMENTS / N`` columns each."""
+    width = max(1, _BLOCK_ELEMENTS // max(1, N))
+    return [slice(j, min(n, j + width)) for j in range(0, n, width)]
+
+
+def _row_blocks(N: int, n: int):
+    """Slices of the N rows, about ``_BLOCK_ELEMENTS / n`` rows each."""
+    step = max(1, _BLOCK_ELEMENTS // max(1, n))
+    return [slice(i, min(N, i + step)) for i in range(0, N, step)]
+
+
+def _by_columns(X: np.ndarray, fn) -> np.ndarray:
+    """``fn`` applied to column blocks of X (each a small copy), concatenated: (n,)."""
+    return np.concatenate([np.asarray(fn(X[:, sl]), dtype=np.float64)
+                           for sl in _column_blocks(*X.shape)])
+
+
 def _robust_location_scale(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Coordinate-wise median (n,) and MAD scale (n,) of complete rows ``Y``.
 
     A column with MAD 0 (more than half its values equal) falls back to its
     standard deviation, then to 1, so the scale is always positive.
     """
-    center = np.median(Y, axis=0)
-    scale = _MAD_TO_SD * np.median(np.abs(Y - center), axis=0)
+    center = _by_columns(Y, lambda B: np.median(B, axis=0))
+    scale = _MAD_TO_SD * _by_columns(
+        Y, lambda B: np.median(np.abs(B - np.median(B, axis=0)), axis=0))
     flat = ~(scale > 0)
     if flat.any():
         sd = Y[:, flat].std(axis=0)
@@ -110,8 +134,11 @@ def empirical_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> 
         When a column has no visible entry (the message names its index).
     """
     X = _matrix(X)
-    _visible_counts(X, "mean")
-    return _finite(np.nanmean(X, axis=0), "mean")
+    missing, counts = _visible_counts(X, "mean")
+    if not missing.any():
+        return _finite(X.mean(axis=0), "mean")
+    total = _by_columns(X, lambda B: np.nansum(B, axis=0))  # nanmean's copy, a block at a time
+    return _finite(total / counts, "mean")
 
 
 def sanitized_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -157,13 +184,17 @@ def coordinate_median(X: np.ndarray, *, rng: np.random.Generator | None = None) 
     """
     X = _matrix(X)
     missing, counts = _visible_counts(X, "cmedian")
-    if not missing.any():
-        return _finite(np.median(X, axis=0), "cmedian")  # partition, faster than a sort
-    # One sort of all columns (NaN last) instead of nanmedian's loop per column.
-    S = _sorted_columns(X)
-    lo = np.take_along_axis(S, ((counts - 1) // 2)[None, :], axis=0)[0]
-    hi = np.take_along_axis(S, (counts // 2)[None, :], axis=0)[0]
-    return _finite((lo + hi) / 2.0, "cmedian")
+    if not missing.any():  # partition, faster than a sort
+        return _finite(_by_columns(X, lambda B: np.median(B, axis=0)), "cmedian")
+    # One sort per column block (NaN last) instead of nanmedian's loop per column.
+    out = np.empty(X.shape[1])
+    for sl in _column_blocks(*X.shape):
+        S = _sorted_columns(X[:, sl])
+        c = counts[sl]
+        lo = np.take_along_axis(S, ((c - 1) // 2)[None, :], axis=0)[0]
+        hi = np.take_along_axis(S, (c // 2)[None, :], axis=0)[0]
+        out[sl] = (lo + hi) / 2.0
+    return _finite(out, "cmedian")
 
 
 def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
@@ -194,12 +225,14 @@ def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         raise ValueError(f"trimmed-mean: proportion must be in [0, 0.5), got {proportion}")
     X = _matrix(X)
     _, counts = _visible_counts(X, "trimmed-mean")
-    S = _sorted_columns(X)
     cut = np.floor(proportion * counts).astype(np.int64)
-    rank = np.arange(X.shape[0])[:, None]
-    keep = (rank >= cut) & (rank < counts - cut)  # NaN sit at ranks >= counts
-    # cut <= proportion * k < k / 2, so every column keeps at least one value.
-    total = np.where(keep, S, 0.0).sum(axis=0)
+    total = np.empty(X.shape[1])
+    for sl in _column_blocks(*X.shape):  # one block's sort in memory at a time
+        S = _sorted_columns(X[:, sl])
+        rank = np.arange(X.shape[0])[:, None]
+        keep = (rank >= cut[sl]) & (rank < counts[sl] - cut[sl])  # NaN sit at ranks >= counts
+        # cut <= proportion * k < k / 2, so every column keeps at least one value.
+        total[sl] = np.where(keep, S, 0.0).sum(axis=0)
     return _finite(total / (counts - 2 * cut), "trimmed-mean")
 
 
@@ -237,24 +270,24 @@ def geometric_median(X: np.ndarray, *, rng: np.random.Generator | None = None,
         When no row is complete.
     """
     Y = _complete_rows(X, "geometric-median")
-    y = np.median(Y, axis=0)
-    dist = np.sqrt(np.einsum("ij,ij->i", Y - y, Y - y))
+    y = _by_columns(Y, lambda B: np.median(B, axis=0))
+    dist = _distances(Y, y)
     scale = float(np.median(dist)) or float(dist.max())
     if scale == 0.0:  # every point is the start
         return _finite(y, "geometric-median")
     zero_dist = 1e-12 * scale
     for _ in range(max_iter):
-        D = Y - y
-        dist = np.sqrt(np.einsum("ij,ij->i", D, D))
+        dist = _distances(Y, y)
         at_y = dist <= zero_dist
         w = np.where(at_y, 0.0, 1.0 / np.where(at_y, 1.0, dist))
         wsum = w.sum()
         if wsum == 0.0:
             break
-        T = (w @ Y) / wsum
+        wY = w @ Y
+        T = wY / wsum
         eta = int(at_y.sum())
         if eta:
-            r = float(np.linalg.norm(w @ D))
+            r = float(np.linalg.norm(wY - wsum * y))  # = ||w @ (Y - y)||
             if r <= eta:  # optimality condition at a data point: y is the median
                 break
             g = eta / r
@@ -268,12 +301,37 @@ def geometric_median(X: np.ndarray, *, rng: np.random.Generator | None = None,
     return _finite(y, "geometric-median")
 
 
-def _projections(Z: np.ndarray, U: np.ndarray):
+def _distances(Y: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``||Y_i - y||`` for every row, (N,), in row chunks (no (N, n) temporary)."""
+    out = np.empty(Y.shape[0])
+    for sl in _row_blocks(*Y.shape):
+        D = Y[sl] - y
+        out[sl] = np.sqrt(np.einsum("ij,ij->i", D, D))
+    return out
+
+
+class _Standardized:
+    """``Z = (Y - center) / scale`` without forming it: projections of Z are
+    those of Y on ``U / scale`` less a constant per direction (no (N, n) copy)."""
+
+    def __init__(self, Y: np.ndarray, center: np.ndarray, scale: np.ndarray):
+        self.Y, self.center, self.scale = Y, center, scale
+        self.shape = Y.shape
+
+    def project(self, U: np.ndarray) -> np.ndarray:
+        """``(Z @ U).T``, (K, N)."""
+        W = U / self.scale[:, None]
+        return (W.T @ self.Y.T) - (self.center @ W)[:, None]
+
+
+def _projections(Z, U: np.ndarray):
     """Yield ``(start, P)`` per block of directions: ``P = (Z @ U_block).T``,
-    (block, N) C-ordered, so the (N, block) array stays under ~32 MB."""
+    (block, N) C-ordered, so the (N, block) array stays under ~32 MB. Z is an
+    array or a `_Standardized`."""
     block = max(1, _TUKEY_BLOCK_ELEMENTS // Z.shape[0])
     for start in range(0, U.shape[1], block):
-        yield start, U[:, start:start + block].T @ Z.T
+        Ub = U[:, start:start + block]
+        yield start, (Z.project(Ub) if isinstance(Z, _Standardized) else Ub.T @ Z.T)
 
 
 def _projection_order_stats(Z: np.ndarray, U: np.ndarray, ranks: np.ndarray) -> np.ndarray:
@@ -410,7 +468,7 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     if N <= 2:
         return _finite(Y.mean(axis=0), "tukey")
     center, scale = _robust_location_scale(Y)
-    Z = (Y - center) / scale
+    Z = _Standardized(Y, center, scale)
     K = max(int(directions), n)
     U = rng.standard_normal((n, K))
     U /= np.linalg.norm(U, axis=0)
@@ -443,6 +501,36 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     return _finite(center + scale * y, "tukey")
 
 
+def _sq_norms(Y: np.ndarray, center: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``||(Y_i - center) @ W||^2`` per row, (N,), in row chunks."""
+    out = np.empty(Y.shape[0])
+    for sl in _row_blocks(*Y.shape):
+        Z = (Y[sl] - center) @ W
+        out[sl] = np.einsum("ij,ij->i", Z, Z)
+    return out
+
+
+def _subset_mean(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``Y[idx].mean(axis=0)`` in chunks (no copy of the kept rows)."""
+    total = np.zeros(Y.shape[1])
+    for sl in _row_blocks(idx.size, Y.shape[1]):
+        total += Y[idx[sl]].sum(axis=0)
+    return total / idx.size
+
+
+def _mean_cov(Y: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean (n,) and covariance (n, n, divisor len(idx)) of ``Y[idx]``, in chunks."""
+    n = Y.shape[1]
+    first = Y[idx[:1]][0] if idx.size else np.zeros(n)  # a shift against cancellation
+    s, S = np.zeros(n), np.zeros((n, n))
+    for sl in _row_blocks(idx.size, n):
+        B = Y[idx[sl]] - first
+        s += B.sum(axis=0)
+        S += B.T @ B
+    m = s / idx.size
+    return first + m, S / idx.size - np.outer(m, m)
+
+
 def _robust_covariance(Y: np.ndarray, keep: float, steps: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """Trimmed (MCD-style) location (n,) and covariance (n, n) of ``Y``.
 
@@ -457,18 +545,13 @@ def _robust_covariance(Y: np.ndarray, keep: float, steps: int = 3) -> tuple[np.n
     N, n = Y.shape
     h = max(min(N, n + 1), int(math.ceil(keep * N)))
     center, scale = _robust_location_scale(Y)
-    Z = (Y - center) / scale
-    dist = np.einsum("ij,ij->i", Z, Z)
+    dist = _sq_norms(Y, center, np.diag(1.0 / scale))
     for _ in range(steps + 1):
         idx = np.argpartition(dist, h - 1)[:h] if h < N else np.arange(N)
-        kept = Y[idx]
-        center = kept.mean(axis=0)
-        kept = kept - center
-        C = kept.T @ kept / h
+        center, C = _mean_cov(Y, idx)
         w, V = np.linalg.eigh(C)
         w = np.maximum(w, max(w.max(), 1e-300) * 1e-12)
-        Z = ((Y - center) @ V) / np.sqrt(w)
-        dist = np.einsum("ij,ij->i", Z, Z)
+        dist = _sq_norms(Y, center, V / np.sqrt(w))
     frac = h / N
     rank = int(np.sum(w > w.max() * 1e-9))  # x = A z: the chi-square has rank(A) dof
     if frac < 1.0 and rank > 0:
@@ -543,19 +626,21 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     if not w.max() > 0.0:  # the trimmed points coincide: their centre is robust
         return _finite(center, "filter")
     w = np.maximum(w, w.max() * 1e-12)
-    Z = ((Y - center) @ V) / np.sqrt(w)
+    W = V / np.sqrt(w)  # whitening: z = (y - center) @ W, never formed for all rows
 
     top = 1.0 + C * eps * math.log(1.0 / eps)
     slack = eps / (n * max(1.0, math.log(n * eps / tau)))
     keep = np.arange(N)
     for _ in range(int(max_iter)):
-        Zk = Z[keep]
         m = len(keep)
-        Zc = Zk - Zk.mean(axis=0)
-        lam, vec = np.linalg.eigh(Zc.T @ Zc / m)
+        _, cov_k = _mean_cov(Y, keep)
+        lam, vec = np.linalg.eigh(W.T @ cov_k @ W)
         if lam[-1] <= top:
             break
-        proj = Zk @ vec[:, -1]
+        a = W @ vec[:, -1]
+        proj = np.empty(m)
+        for sl in _row_blocks(m, n):
+            proj[sl] = (Y[keep[sl]] - center) @ a
         dev = np.abs(proj - np.median(proj))
         order = np.argsort(dev)
         # Cutting just below sorted deviation j removes the m - j points from
@@ -569,7 +654,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         if not hit[j] or j == 0:
             break
         keep = keep[order[:j]]
-    return _finite(Y[keep].mean(axis=0), "filter")
+    return _finite(_subset_mean(Y, keep), "filter")
 
 
 # ------------------------------------------------------------ registration

@@ -133,33 +133,6 @@ def _apply_per_row(ops: np.ndarray, which: np.ndarray, V: np.ndarray) -> np.ndar
     return out
 
 
-def _ridge_ops(B: np.ndarray, visible: np.ndarray, lam: float, rcond: float = 1e-6) -> np.ndarray:
-    """Per pattern, the operator that maps ``[v0, B_V^T r_V - lam v0]`` to the ridge solution.
-
-    ``v = argmin ||B_V v - d_V||^2 + lam ||v||^2`` written as a correction to
-    the current coefficients v0 (r_V = d_V - B_V v0): rounding then scales
-    with the correction, which vanishes at convergence. Directions of v the
-    visible entries do not determine (singular value of B_V below ``rcond``
-    times B's largest) are set to 0, the prior mean, whatever lam is.
-
-    Parameters
-    ----------
-    B : (n, k) loadings.
-    visible : (P, n) float, 1 where visible.
-    lam : ridge weight (>= 0).
-
-    Returns
-    -------
-    (P, k, 2k): ``[P_seen, (G + lam I)^+]`` with G = B_V^T B_V.
-    """
-    G = np.matmul((visible[:, :, None] * B[None]).transpose(0, 2, 1), B)
-    gamma, Q = np.linalg.eigh(G)
-    seen = gamma > (rcond * np.linalg.norm(B, 2)) ** 2
-    filt = np.where(seen, 1.0 / np.where(seen, gamma + lam, 1.0), 0.0)
-    Qt = Q.transpose(0, 2, 1)
-    return np.concatenate([np.matmul(Q * seen[:, None, :], Qt), np.matmul(Q * filt[:, None, :], Qt)], axis=2)
-
-
 def _fit_known(X: np.ndarray, A: np.ndarray, rcond: float, max_missing: Optional[int] = None):
     """Least-squares fit x ~ A z on the visible entries of every row, batched by pattern.
 
@@ -185,18 +158,61 @@ def _fit_known(X: np.ndarray, A: np.ndarray, rcond: float, max_missing: Optional
     rows = np.flatnonzero(~ok)
     if rows.size == 0:
         return fitted, ok
+    if max_missing is not None:
+        rows = rows[mask[rows].sum(axis=1) <= max_missing]
+    if rank_A == A.shape[1]:
+        done = _fit_normal_equations(X, mask, A, rows, fitted)
+        ok[rows[done]] = True
+        rows = rows[~done]
+    if rows.size == 0:
+        return fitted, ok
     patterns, inverse = _patterns(mask[rows])
     pinv, rank_p = _masked_pinv(A, ~patterns, tol)
-    good = rank_p == rank_A
-    if max_missing is not None:
-        good &= patterns.sum(axis=1) <= max_missing
-    sel = good[inverse]
+    sel = (rank_p == rank_A)[inverse]
     rows, inverse = rows[sel], inverse[sel]
     if rows.size:
         Z = _apply_per_row(pinv, inverse, np.where(mask[rows], 0.0, X[rows]))
         fitted[rows] = Z @ A.T
         ok[rows] = True
     return fitted, ok
+
+
+# A row's normal equations are trusted when every Cholesky pivot keeps this
+# fraction of its diagonal (roughly cond(A_V)^2 <= 1 / _NORMAL_PIVOT); the
+# others (rank lost, or nearly) take the SVD route, whose rank test is exact.
+_NORMAL_PIVOT = 1e-8
+
+
+def _fit_normal_equations(X, mask, A, rows, fitted) -> np.ndarray:
+    """Least squares on the visible entries by batched normal equations.
+
+    Per row ``(A_V^T A_V) z = A_V^T x_V``; the Gram matrices of all rows come
+    from one matmul (``visible @ [a_j a_j^T]``), the solves from one batched
+    Cholesky vectorised across rows, and one step of iterative refinement
+    (residual on the visible entries) restores the accuracy the squared
+    condition number costs. Writes ``fitted[rows]`` for the rows it trusts.
+
+    Returns
+    -------
+    (len(rows),) bool, the rows fitted here.
+    """
+    n, r = A.shape
+    KA = (A[:, :, None] * A[:, None, :]).reshape(n, r * r)
+    done = np.zeros(rows.size, bool)
+    step = max(1, _CHUNK_ELEMENTS // (r * r + 2 * n))
+    for lo in range(0, rows.size, step):
+        sel = rows[lo:lo + step]
+        vis = ~mask[sel]
+        x0 = np.where(vis, X[sel], 0.0)
+        G = (vis.astype(float) @ KA).reshape(-1, r, r).transpose(1, 2, 0).copy()
+        L, skip = _psd_factor(G, _NORMAL_PIVOT)
+        z = _psd_solve(L, skip, (x0 @ A).T)
+        resid = np.where(vis, x0 - z.T @ A.T, 0.0)
+        z += _psd_solve(L, skip, (resid @ A).T)
+        good = ~skip.any(axis=0)
+        fitted[sel[good]] = z.T[good] @ A.T
+        done[lo:lo + step] = good
+    return done
 
 
 def _off_subspace(X: np.ndarray, B: np.ndarray, tol: float) -> np.ndarray:
@@ -304,9 +320,450 @@ def exact(X: np.ndarray, *, rng=None, structure=None, rank=None,
     return out
 
 
+# Rows per chunk of a pass over the data: bounds every per-row temporary to a
+# few MB whatever N is (the N = 10^6 cell keeps its peak near the data's size).
+_PASS_ELEMENTS = 1 << 18
+
+
+def _row_chunks(count: int, width: int):
+    """Slices of ``range(count)`` holding about ``_PASS_ELEMENTS / width`` rows each."""
+    step = max(1, _PASS_ELEMENTS // max(1, width))
+    for lo in range(0, count, step):
+        yield slice(lo, min(count, lo + step))
+
+
+def _psd_factor(A: np.ndarray, tau: float, floor: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Batched Cholesky of symmetric PSD matrices, skipping dependent columns.
+
+    The batch is the LAST axis, so each of the m column steps is a contiguous
+    vector operation over all systems (numpy's batched LAPACK calls pay ~1-5 us
+    per small matrix; this pays per column, not per matrix). A column whose
+    pivot is at most ``tau`` times its diagonal depends (numerically) on the
+    earlier ones: it is skipped (0 below the diagonal, 1 on it) and flagged,
+    so L is the Cholesky factor of the kept columns' submatrix.
+
+    Parameters
+    ----------
+    A : (m, m, R) symmetric positive semidefinite.
+    tau : relative pivot threshold.
+    floor : absolute pivot threshold (a column is skipped below either).
+
+    Returns
+    -------
+    L : (m, m, R) lower triangular.
+    skip : (m, R) bool, the skipped columns.
+    """
+    m = A.shape[0]
+    L = np.zeros_like(A)
+    skip = np.zeros(A.shape[1:], bool)
+    for j in range(m):
+        Lj = L[j, :j]
+        pivot = A[j, j] - np.einsum("kr,kr->r", Lj, Lj)
+        bad = ~(pivot > np.maximum(tau * A[j, j], floor))
+        skip[j] = bad
+        d = np.sqrt(np.where(bad, 1.0, pivot))
+        L[j, j] = d
+        if j + 1 < m:
+            col = (A[j + 1:, j] - np.einsum("akr,kr->ar", L[j + 1:, :j], Lj)) / d
+            col[:, bad] = 0.0
+            L[j + 1:, j] = col
+    return L, skip
+
+
+def _psd_solve(L: np.ndarray, skip: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``A x = b`` with `_psd_factor`'s factor; x is 0 on skipped columns.
+
+    When b is in the range of A (it is here up to rounding) x is a solution;
+    `_null_basis` gives the directions it leaves free. b : (m, R) -> (m, R).
+    """
+    m = L.shape[0]
+    y = np.empty_like(b)
+    for j in range(m):
+        y[j] = (b[j] - np.einsum("kr,kr->r", L[j, :j], y[:j])) / L[j, j]
+    y[skip] = 0.0
+    x = np.empty_like(b)
+    for j in range(m - 1, -1, -1):
+        x[j] = (y[j] - np.einsum("kr,kr->r", L[j + 1:, j], x[j + 1:])) / L[j, j]
+    x[skip] = 0.0
+    return x
+
+
+def _null_basis(L: np.ndarray, skip: np.ndarray) -> np.ndarray:
+    """Orthonormal bases of the null spaces the skipped columns reveal.
+
+    A skipped column j is a combination of the kept columns before it,
+    ``A e_j = A_{:,<j} c``, so ``e_j - c`` spans one null direction (c by back
+    substitution from the row L[j, :j]). Gram-Schmidt makes each system's
+    directions orthonormal.
+
+    Returns
+    -------
+    (q, m, R): q = most skipped columns of any system; a system with fewer
+    has zero vectors in the remaining slots.
+    """
+    m, R = skip.shape
+    cols = np.flatnonzero(skip.any(axis=1))
+    basis = np.zeros((len(cols), m, R))
+    slot = np.zeros(R, np.intp)
+    for j in cols:
+        rows = np.flatnonzero(skip[j])
+        Lr = L[:, :, rows]
+        v = np.zeros((m, rows.size))
+        v[j] = 1.0
+        for i in range(j - 1, -1, -1):
+            v[i] = -(Lr[j, i] + np.einsum("kr,kr->r", Lr[i + 1:j, i], v[i + 1:j])) / Lr[i, i]
+        v[:j][skip[:j][:, rows]] = 0.0
+        for q in basis[:, :, rows]:  # earlier directions of the same systems
+            v -= q * np.einsum("kr,kr->r", q, v)
+        v /= np.sqrt(np.einsum("kr,kr->r", v, v))
+        basis[slot[rows], :, rows] = v.T
+        slot[rows] += 1
+    return basis[: int(slot.max(initial=0))]
+
+
+class _Completion:
+    """ithsvd's refill map: moments of the filled data -> refilled data -> moments.
+
+    The state is the filled matrix itself (``out``, whose missing entries are
+    overwritten in place) and the moments ``theta`` = (mean, second moment)
+    of the filled rows, in coordinates shifted by the column medians. Each
+    pass walks the rows in order, in chunks of a few MB (contiguous reads,
+    bounded temporaries). Within a chunk the rows holding a missing entry are
+    bucketed by their count m of missing entries; a bucket is solved either
+    on the m side (an m x m system in the missing entries, cheap when few are
+    missing) or on the k side (a k x k system in the latent coefficients,
+    cheap when many are), each bucket one batched Cholesky padded to its
+    widest row. `_plan` picks the buckets that minimise a cost model of
+    numpy's per-call overhead plus the flops.
+    """
+
+    # Cost model (seconds): a numpy call, a flop in a vectorised batch, a BLAS flop.
+    _CALL, _FLOP, _BLAS = 3e-6, 2e-9, 3e-10
+    # Rows whose P_MM has a pivot below this (relative) go to the k side:
+    # near-singular, the m side would amplify rounding by 1 / pivot.
+    _TAU_M = 1e-6
+
+    def __init__(self, X: np.ndarray, out: np.ndarray, k: int, shrink: float, center: bool,
+                 rcond: float):
+        N, n = X.shape
+        self.X, self.out, self.n, self.k = X, out, n, k
+        self.shrink, self.center, self.tau = shrink, center, rcond * rcond
+        count = np.zeros(N, np.intp)
+        for sl in _row_chunks(N, n):
+            count[sl] = np.isnan(X[sl]).sum(axis=1)
+        self.n_live = int((count < n).sum())
+        self.ref = _column_medians(X)
+        self.groups = self._plan(count)
+        self.chunks = []
+        for sl in _row_chunks(N, n):
+            self.chunks.append((sl, self._chunk_buckets(sl, count[sl])))
+
+    def _plan(self, count: np.ndarray) -> list:
+        """Buckets as ``(lo, hi, side)``: rows with lo < m <= hi, side "m" or "k".
+
+        Dynamic programming over the distinct counts (sorted): each group of
+        consecutive counts costs its calls (per chunk) plus its flops.
+        """
+        n, k = self.n, self.k
+        hist = np.bincount(count[(count > 0) & (count < n)], minlength=n)
+        ms = np.flatnonzero(hist)
+        if ms.size == 0:
+            return []
+        chunks = max(1, -(-len(count) // max(1, _PASS_ELEMENTS // n)))
+        rows_le = np.cumsum(hist)
+
+        def cost(i, j):  # group ms[i..j] (inclusive), best side
+            rows = rows_le[ms[j]] - (rows_le[ms[i] - 1] if ms[i] > 0 else 0)
+            w = ms[j]
+            m_side = chunks * self._CALL * (12 * w + 25) + rows * (self._FLOP * (w ** 3 / 3 + 3 * w * w)
+                                                                    + self._BLAS * 2 * n * n)
+            k_side = chunks * self._CALL * (12 * k + 40) + rows * (self._FLOP * (k ** 3 / 3 + 3 * k * k)
+                                                                    + self._BLAS * (2 * n * k * k + 6 * n * k))
+            return (m_side, "m") if m_side <= k_side else (k_side, "k")
+
+        best = [0.0] + [np.inf] * ms.size
+        choice = [None] * (ms.size + 1)
+        for j in range(ms.size):
+            for i in range(j + 1):
+                c, side = cost(i, j)
+                if best[i] + c < best[j + 1]:
+                    best[j + 1], choice[j + 1] = best[i] + c, (i, side)
+        groups, j = [], ms.size
+        while j > 0:
+            i, side = choice[j]
+            groups.append((int(ms[i - 1]) if i > 0 else 0, int(ms[j - 1]), side))
+            j = i
+        return groups[::-1]
+
+    def _chunk_buckets(self, sl: slice, count: np.ndarray) -> list:
+        """Per bucket of `_plan`: local rows, and for the m side their missing
+        columns as (width, R) int32 padded with -1."""
+        n = self.n
+        buckets = []
+        miss = None
+        for lo, hi, side in self.groups:
+            rows = np.flatnonzero((count > lo) & (count <= hi))
+            if rows.size == 0:
+                continue
+            cols = None
+            if side == "m":
+                if miss is None:
+                    miss = np.isnan(self.X[sl])
+                width = int(count[rows].max())
+                order = np.argsort(~miss[rows], axis=1, kind="stable")[:, :width]
+                pad = np.arange(width)[None, :] >= count[rows][:, None]
+                cols = np.where(pad, -1, order).T.astype(np.int32)
+            buckets.append((side, rows, cols))
+        dead = np.flatnonzero(count == n)
+        return buckets, dead
+
+    def theta(self, S: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return np.concatenate([s, S.ravel()]) / self.n_live
+
+    def start(self) -> np.ndarray:
+        """Fill every missing entry with its column median; the moments of that."""
+        n = self.n
+        S, s = np.zeros((n, n)), np.zeros(n)
+        for sl, (buckets, dead) in self.chunks:
+            Y = self.out[sl] - self.ref
+            np.nan_to_num(Y, copy=False, nan=0.0)
+            if buckets:
+                block = self.out[sl]
+                np.copyto(block, self.ref, where=np.isnan(block))
+            if dead.size:
+                block = self.out[sl]
+                block[dead] = np.nan  # all-missing rows stay NaN
+                Y[dead] = 0.0
+            S += Y.T @ Y
+            s += Y.sum(axis=0)
+        return self.theta(S, s)
+
+    def model(self, theta: np.ndarray):
+        """Mean mu, eigenvectors V (descending), loadings' variances ell and ridge lam."""
+        n, k = self.n, self.k
+        m1, M2 = theta[:n], theta[n:].reshape(n, n)
+        # Without centring the subspace passes through the true origin,
+        # which sits at -ref in these shifted coordinates.
+        mu = m1 if self.center else -self.ref
+        C = (M2 + M2.T) / 2 - np.outer(m1, mu) - np.outer(mu, m1) + np.outer(mu, mu)
+        evals, V = np.linalg.eigh(C)
+        evals, V = evals[::-1], V[:, ::-1]
+        total = max(float(evals.clip(min=0).sum()), np.finfo(float).tiny)
+        s2 = max(float(evals[k:].mean()), 0.0) if k < n else 0.0
+        ell = np.maximum(evals[:k] - s2, 1e-12 * total)
+        return mu, V, ell, self.shrink * s2
+
+    def apply(self, theta: np.ndarray):
+        """Refill from the model of ``theta`` (one pass over the data).
+
+        Returns the new moments, the norm of the change of the filled
+        entries and the norm of the filled entries about the mean.
+        """
+        n, k = self.n, self.k
+        mu, V, ell, lam = self.model(theta)
+        # m side: the conditional mean of N(mu, Sigma), Sigma = B B^T + lam I,
+        # B = U sqrt(ell), is d_M = -P_MM^{-1} P_MV d_V for any multiple P of
+        # Sigma^{-1}; P scaled to eigenvalues in [0, 1] stays finite as lam -> 0
+        # (then P = I - U U^T: plain least squares).
+        sig = np.full(n, lam)
+        sig[:k] = ell + lam
+        p = np.where(sig > 0, sig.min() / np.where(sig > 0, sig, 1.0), 1.0)
+        U = V[:, :k]
+        # Extended by a dummy column n (identity) that pads the buckets.
+        Pext = np.zeros((n + 1, n + 1))
+        Pext[:n, :n] = (V * p) @ V.T
+        Pext[n, n] = 1.0
+        P = np.ascontiguousarray(Pext[:n, :n])
+        Pflat = np.append(Pext.ravel(), 0.0)  # a last 0 for the pads' off-diagonal
+        B = U * np.sqrt(ell)
+        KB = (B[:, :, None] * B[:, None, :]).reshape(n, k * k)
+        # The k side cuts directions with sigma(B_V)^2 <= tau ||B||^2; P_MM's
+        # pivots measure sigma(U_V)^2, unweighted by ell. Rows near either
+        # cut go to the k side (a direction just above a cut amplifies
+        # rounding by 1 / pivot and keeps the iteration from converging).
+        tau_m = max(self.tau * float(ell.max() / ell.min()), self._TAU_M)
+        kside = (U, B, KB, ell, lam)
+        S, s = np.zeros((n, n)), np.zeros(n)
+        sums = np.zeros(2)  # squared change, squared scale
+        for sl, (buckets, dead) in self.chunks:
+            block = self.out[sl]
+            Y = block - self.ref
+            if dead.size:
+                Y[dead] = 0.0
+            D = None
+            for side, rows, cols in buckets:
+                if D is None:
+                    D = Y - mu
+                    G = D @ P
+                if side == "m":
+                    self._refill_m(Y, D, G, block, sl, rows, cols, mu, Pflat, tau_m, kside, sums)
+                else:
+                    self._refill_k(Y, D, block, sl, rows, mu, U, B, KB, ell, lam, sums)
+            S += Y.T @ Y
+            s += Y.sum(axis=0)
+        return self.theta(S, s), float(np.sqrt(sums[0])), float(np.sqrt(sums[1]))
+
+    # Index arrays of a bucket chunk are cached while their total stays small.
+    _INDEX_CACHE_ELEMENTS = 1 << 22
+
+    def _m_indices(self, rows: np.ndarray, cols: np.ndarray):
+        """Pad mask, flat pad positions, columns (pads repeat the first), flat
+        positions in the chunk, and gather indices of P_MM (into `Pflat`)."""
+        key = (id(cols), rows.size)
+        cache = self.__dict__.setdefault("_index_cache", {})
+        if key in cache:
+            return cache[key][1:]
+        n = self.n
+        pad = cols < 0
+        pads = np.flatnonzero(pad) if pad.any() else None
+        # Pads index a dummy column n of the extended P (identity there, 0
+        # elsewhere: their unknowns come out 0; pad-pad off-diagonals point at
+        # a 0 past the end); for the data they repeat the row's first missing
+        # column, so every gather and write stays in range.
+        dummy = np.where(pad, n, cols).astype(np.intp)
+        c = np.where(pad, cols[0], cols).astype(np.intp)
+        at = rows * n + c
+        Aidx = dummy[:, None, :] * (n + 1) + dummy[None, :, :]
+        if pads is not None:
+            w = cols.shape[0]
+            off = (pad[:, None, :] & pad[None, :, :]) & ~np.eye(w, dtype=bool)[:, :, None]
+            Aidx[off] = (n + 1) ** 2
+        entry = (cols, pad, pads, c, at, Aidx)  # cols kept alive: its id is the key
+        used = self.__dict__.get("_index_cache_used", 0) + Aidx.size + 2 * at.size
+        if used <= self._INDEX_CACHE_ELEMENTS:
+            cache[key] = entry
+            self._index_cache_used = used
+        return entry[1:]
+
+    def _refill_m(self, Y, D, G, block, sl, rows, cols, mu, Pflat, tau_m, kside, sums):
+        """Missing entries by an m x m solve per row, in correction form.
+
+        ``d_M <- d_M - P_MM^{-1} (P d)_M``: rounding scales with the
+        correction, which vanishes at the fixed point. Rows whose P_MM is
+        (nearly) singular (lam ~ 0 and the visible entries leave latent
+        directions free) are handed to `_refill_k`, whose cut sets those
+        directions to 0 as the textbook iteration does. Writes Y (shifted)
+        and the chunk ``block`` of ``out`` in place.
+        """
+        n = self.n
+        R = len(rows)
+        pad, pads, c, at, Aidx = self._m_indices(rows, cols)
+        g = np.take(G, at)
+        if pads is not None:
+            g.ravel()[pads] = 0.0
+        A = np.take(Pflat, Aidx)
+        L, skip = _psd_factor(A, tau_m)
+        old = np.take(D, at)
+        dM = old - _psd_solve(L, skip, g)
+        # A row whose P_MM is singular (lam ~ 0 and latent directions its
+        # visible entries leave free) goes to the k side, whose cut sets
+        # those directions to the prior mean, as the lam -> 0 ridge does.
+        bad = skip.any(axis=0)
+        if bad.any():
+            dM[:, bad] = old[:, bad]
+        if pads is not None:
+            # pads carry entry 0's value, so repeated writes agree
+            dM.ravel()[pads] = dM.ravel()[pads % R]
+            old.ravel()[pads] = old.ravel()[pads % R]
+        change = dM - old
+        if pads is not None or bad.any():  # count each entry once, k-side rows not here
+            weight = ~pad & ~bad[None, :]
+            sums[0] += np.einsum("ij,ij,ij->", change, change, weight)
+            sums[1] += np.einsum("ij,ij,ij->", dM, dM, weight)
+        else:
+            sums[0] += np.einsum("ij,ij->", change, change)
+            sums[1] += np.einsum("ij,ij->", dM, dM)
+        new = dM + np.take(mu, c)
+        np.put(Y, at, new)
+        block.ravel()[at] = new + np.take(self.ref, c)
+        if bad.any():
+            self._refill_k(Y, D, block, sl, rows[bad], mu, *kside, sums)
+
+    def _refill_k(self, Y, D, block, sl, rows, mu, U, B, KB, ell, lam, sums):
+        """Missing entries from the latent coefficients, a k x k solve per row.
+
+        v = argmin ||B_V v - d_V||^2 + lam ||v||^2 in correction form around
+        the current coefficients v0 (as in the ridge of the docstring);
+        directions of v the visible entries do not determine are set to 0.
+        """
+        k = self.k
+        miss = np.isnan(self.X[sl][rows])
+        vis = (~miss).astype(float)
+        Dr = D[rows]
+        v0 = Dr @ (U / np.sqrt(ell))
+        resid = (Dr - v0 @ B.T) * vis
+        rhs = (resid @ B - lam * v0).T
+        G = (vis @ KB).reshape(-1, k, k).transpose(1, 2, 0).copy()
+        diag = np.arange(k)
+        G[diag, diag] += lam
+        # as the eigen-cut of the docstring: sigma(B_V)^2 <= rcond^2 ||B||^2
+        L, skip = _psd_factor(G, self.tau, floor=self.tau * float(ell.max()))
+        v = v0.T + _psd_solve(L, skip, rhs)
+        if skip.any():
+            for q in _null_basis(L, skip):
+                v -= q * np.einsum("kr,kr->r", q, v)
+        new = mu + v.T @ B.T
+        Yr = Y[rows]
+        change = np.where(miss, new - Yr, 0.0)
+        dev = np.where(miss, new - mu, 0.0)
+        sums[0] += np.einsum("ij,ij->", change, change)
+        sums[1] += np.einsum("ij,ij->", dev, dev)
+        Y[rows] = np.where(miss, new, Yr)
+        block[rows] = np.where(miss, new + self.ref, block[rows])
+
+
+def _column_medians(X: np.ndarray) -> np.ndarray:
+    """``np.nanmedian(X, axis=0)`` in column blocks (its sort copy stays small)."""
+    N, n = X.shape
+    width = max(1, (1 << 22) // max(1, N))
+    return np.concatenate([np.nanmedian(X[:, j:j + width], axis=0) for j in range(0, n, width)])
+
+
+class _Anderson:
+    """Anderson acceleration (type II) of a fixed-point iteration x <- g(x).
+
+    Keeps the last ``memory`` differences of iterates and residuals and
+    extrapolates ``x = g - dG gamma`` with gamma the least-squares fit of the
+    current residual by the residual differences (Tikhonov-regularised: the
+    differences grow collinear as it converges). Restarts (drops its history)
+    when the residual grows past twice the best seen, which keeps it from
+    wandering off on the iteration's non-linear start.
+    """
+
+    def __init__(self, memory: int):
+        self.memory = int(memory)
+        self.dF, self.dG = [], []
+        self.last = None
+        self.best = np.inf
+
+    def __call__(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        f = g - x
+        norm = float(np.linalg.norm(f))
+        if self.memory <= 0:
+            return g
+        if self.last is not None and norm > 2.0 * self.best:
+            self.dF, self.dG, self.last = [], [], None
+        if self.last is not None:
+            self.dF.append(f - self.last[0])
+            self.dG.append(g - self.last[1])
+            del self.dF[:-self.memory], self.dG[:-self.memory]
+        self.last = (f, g)
+        self.best = min(self.best, norm)
+        if not self.dF:
+            return g
+        dF, dG = np.array(self.dF).T, np.array(self.dG).T
+        scale = np.linalg.norm(dF, axis=0)
+        scale[scale == 0] = 1.0
+        dFs = dF / scale
+        gram = dFs.T @ dFs
+        gram[np.diag_indices_from(gram)] += 1e-12 * np.trace(gram)
+        gamma = np.linalg.solve(gram, dFs.T @ f) / scale
+        return g - dG @ gamma
+
+
 def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None,
            tol: float = 1e-10, max_iter: int = 1000, shrink: float = 1.0,
-           center: bool = True):
+           center: bool = True, rcond: float = 1e-6, memory: int = 0):
     """Two-Step-M: matrix completion by iterative hard-thresholded SVD, accelerated.
 
     Hard-impute (Mazumder, Hastie & Tibshirani 2010) alternates a rank-k
@@ -322,9 +779,8 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None,
        without missing entries contribute a Gram matrix computed once). All
        rows, never the complete ones alone: under a value-level adversary
        those are the rows it chose to leave, a biased sample.
-    2. Completion, missing entries only, batched by missing pattern (one
-       k x k eigendecomposition per pattern, all in one batched call): with
-       d = y - mu, ``w = argmin ||U_V w - d_V||^2 + sum_j R_j w_j^2`` and
+    2. Completion, missing entries only: with d = y - mu,
+       ``w = argmin ||U_V w - d_V||^2 + sum_j R_j w_j^2`` and
        ``y_M = mu_M + U_M w``, where R_j = ``shrink`` * s2 / (l_j - s2), l_j
        the top eigenvalues of C and s2 the mean of the others: the
        conditional mean of probabilistic PCA. On exactly low-rank data s2 -> 0
@@ -336,7 +792,23 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None,
        breast-cancer at budget 0.2 with values 500 standard deviations out
        and made Two-Step-M worse than the plain mean). ``shrink=0`` is plain
        least squares. Directions the visible entries do not determine at all
-       get w_j = 0 (the mean).
+       (singular value of U_V below ``rcond``) get w_j = 0 (the mean) when
+       s2 = 0, the ridge's limit.
+
+    Speed (the same fixed points as the textbook iteration, reached sooner):
+    a row with m missing entries is completed by an m x m solve in its
+    missing entries (the conditional mean ``-P_MM^{-1} P_MV d_V`` with P the
+    precision matrix) or, when m is large, by the k x k solve above,
+    whichever is cheaper; rows are bucketed by m and each bucket is one
+    batched Cholesky vectorised across rows. Steps 1 and 2 share one chunked
+    pass over the data per iteration, so temporaries stay a few MB. The
+    iteration is a fixed-point map on the moments (mean, second moment) of
+    the filled data; with ``memory`` > 0, Anderson acceleration extrapolates
+    those n + n^2 numbers from the last ``memory`` iterations. It is off by
+    default: on the paper's synthetic data it saves 1.3-1.6x iterations at
+    budgets 0.2-0.45, but it slowed other runs and, where several fixed
+    points exist, may settle on another one than the plain iteration.
+    With ``memory=0`` the iterates are the textbook iteration's (to rounding).
 
     It stops when the filled entries change by less than ``tol`` relative to
     their centred norm.
@@ -354,9 +826,12 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None,
     X : (N, n) float, NaN = missing.
     rank : k, the subspace dimension (the data set's hint; required).
     tol : relative change of the filled entries at which it stops.
-    max_iter : iterations at most.
+    max_iter : iterations (passes over the data) at most.
     shrink : weight of the probabilistic-PCA prior in the completion.
     center : subtract the mean before the projection.
+    rcond : relative singular value below which a direction counts as not
+        determined by a row's visible entries.
+    memory : Anderson acceleration depth (0: the plain iteration).
 
     Returns
     -------
@@ -370,55 +845,28 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None,
     k = int(rank)
     if not 1 <= k <= n:
         raise ValueError(f"ithsvd: rank must be in 1..{n}, got {rank}")
-    mask = np.isnan(X)
     out = X.copy()
-    live = ~mask.all(axis=1)  # all-missing rows stay NaN
-    if not mask[live].any():
+    seen = np.zeros(n, bool)  # columns with a visible entry
+    any_missing = False
+    for sl in _row_chunks(N, n):
+        miss = np.isnan(X[sl])
+        seen |= ~miss.all(axis=0)
+        any_missing = any_missing or bool((miss.any(axis=1) & ~miss.all(axis=1)).any())
+    if not any_missing:
         return out, {"converged": True, "iterations": 0}
-    empty_cols = np.flatnonzero(mask[live].all(axis=0))
-    if empty_cols.size:
-        raise cmbench.Undefined(f"ithsvd: column(s) {empty_cols.tolist()} have no visible entry")
+    if not seen.all():
+        raise cmbench.Undefined(f"ithsvd: column(s) {np.flatnonzero(~seen).tolist()} have no visible entry")
 
-    # Work shifted by the column medians (the starting fill): C is formed as
-    # S/N - mu mu^T, and the shift keeps that free of cancellation.
-    ref = np.nanmedian(X[live], axis=0)
-    partial = live & mask.any(axis=1)
-    Yc = X[live & ~partial] - ref
-    S_complete, s_complete = Yc.T @ Yc, Yc.sum(axis=0)
-    n_live = int(live.sum())
-    Mp = mask[partial]
-    Y = np.where(Mp, 0.0, X[partial] - ref)  # partial rows, median-filled
-    patterns, inverse = _patterns(Mp)
-    visible = (~patterns).astype(float)
-
+    comp = _Completion(X, out, k, shrink, center, rcond)
+    theta = comp.start()
+    accelerate = _Anderson(memory)
     converged, it = False, 0
     for it in range(1, max_iter + 1):
-        S = S_complete + Y.T @ Y
-        s = s_complete + Y.sum(axis=0)
-        # Without centring the subspace passes through the true origin,
-        # which sits at -ref in these shifted coordinates.
-        m = s / n_live
-        mu = m if center else -ref
-        C = S / n_live - np.outer(m, mu) - np.outer(mu, m) + np.outer(mu, mu)
-        evals, V = np.linalg.eigh(C)
-        evals, U = evals[::-1], V[:, ::-1][:, :k]
-        total = max(float(evals.clip(min=0).sum()), np.finfo(float).tiny)
-        s2 = max(float(evals[k:].mean()), 0.0) if k < n else 0.0
-        ell = np.maximum(evals[:k] - s2, 1e-12 * total)
-        B = U * np.sqrt(ell)  # loadings: x = mu + B v, v ~ N(0, I)
-        D = Y - mu
-        W0 = D @ U / np.sqrt(ell)  # coefficients of the current rows
-        r0 = np.where(Mp, 0.0, D - W0 @ B.T)  # visible residuals
-        ops = _ridge_ops(B, visible, shrink * s2)
-        W = _apply_per_row(ops, inverse, np.hstack([W0, r0 @ B - shrink * s2 * W0]))
-        new = mu + W @ B.T
-        change = np.linalg.norm((new - Y)[Mp])
-        Y[Mp] = new[Mp]
-        scale = np.linalg.norm((Y - mu)[Mp])
+        new, change, scale = comp.apply(theta)
         if change <= tol * max(scale, np.finfo(float).tiny):
             converged = True
             break
-    out[partial] = np.where(Mp, Y + ref, X[partial])
+        theta = accelerate(theta, new)
     return out, {"converged": converged, "iterations": it}
 
 
@@ -646,7 +1094,8 @@ def register_recoverers():
             description="Two-Step-E: least squares on the visible entries with the known A"),
         cmbench.Recoverer(
             "ithsvd", ithsvd,
-            params={"tol": 1e-10, "max_iter": 1000, "shrink": 1.0, "center": True},
+            params={"tol": 1e-10, "max_iter": 1000, "shrink": 1.0, "center": True, "rcond": 1e-6,
+                    "memory": 0},
             modes=("missing",),
             description="Two-Step-M: iterative hard-thresholded SVD completion (rank hint)"),
         cmbench.Recoverer(

@@ -261,3 +261,26 @@ def test_tukey_is_near_linear_in_n(registry):
             runs.append(time.perf_counter() - t0)
         times[size] = min(runs)
     assert times[100_000] / times[10_000] < 25  # 10x N, plus the sort's log factor
+
+
+# ------------------------------------------- chunked kernels (benchmarks/run.py)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_column_blocks_and_row_chunks_do_not_change_the_estimate(registry, contaminated, name,
+                                                                  monkeypatch):
+    # The N = 10^6 cell needs column blocks / row chunks to keep the peak
+    # memory low; tiny blocks (many of them) must give the one-block estimate.
+    from cmbench.builtins import estimators as est
+
+    X = with_missing(contaminated[0], 0.02) if name in ("mean", "cmedian", "trimmed-mean") \
+        else contaminated[0]
+    whole = estimate(registry, name, X)
+    monkeypatch.setattr(est, "_BLOCK_ELEMENTS", 3 * X.shape[0] - 7)  # ragged blocks
+    monkeypatch.setattr(est, "_TUKEY_BLOCK_ELEMENTS", 5 * X.shape[0] + 3)
+    chunked = estimate(registry, name, X)
+    np.testing.assert_allclose(chunked, whole, rtol=1e-9, atol=1e-9)
+    if name == "mean":
+        np.testing.assert_allclose(chunked, np.nanmean(X, axis=0), rtol=1e-12)
+    if name == "cmedian":
+        np.testing.assert_array_equal(chunked, np.nanmedian(X, axis=0))

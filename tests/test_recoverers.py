@@ -340,3 +340,123 @@ def test_peers_without_scikit_learn(monkeypatch):
         assert d.description.endswith(NEEDS_SKLEARN)
         with pytest.raises(cmbench.NotApplicable, match="scikit-learn is not installed"):
             d.fn(np.array([[1.0, np.nan], [2.0, 3.0]]), rng=None, structure=None, rank=None, **d.params)
+
+
+# --------------------------------------------------------------------------- #
+# fast kernels give the simple kernels' results (benchmarks/run.py times them)
+# --------------------------------------------------------------------------- #
+
+def _rank_deficient_psd(rng, m: int, R: int, rank: int) -> np.ndarray:
+    F = rng.normal(size=(R, m, rank))
+    return F @ F.transpose(0, 2, 1)  # (R, m, m), rank <= rank
+
+
+@pytest.mark.parametrize("m,rank", [(1, 1), (3, 3), (5, 3), (8, 8), (8, 5)])
+def test_batched_psd_solve_matches_pinv(m, rank):
+    # Cholesky with skipped dependent columns, then the null directions
+    # removed, is the pseudo-inverse (minimum-norm) solution.
+    rng = np.random.default_rng(m * 10 + rank)
+    G = _rank_deficient_psd(rng, m, 200, rank)
+    b = np.einsum("rij,rj->ri", G, rng.normal(size=(200, m)))  # consistent right-hand sides
+    L, skip = rec._psd_factor(np.ascontiguousarray(G.transpose(1, 2, 0)), 1e-12)
+    x = rec._psd_solve(L, skip, np.ascontiguousarray(b.T))
+    found = skip.sum(axis=0) == m - rank
+    # Unpivoted Cholesky finds the dependent columns unless a leading block is
+    # itself ill-conditioned (rare for random factors; ithsvd sends such rows
+    # to its k side).
+    assert found.mean() > 0.95
+    basis = rec._null_basis(L, skip)
+    for q in basis:
+        x -= q * np.einsum("kr,kr->r", q, x)
+    ref = np.einsum("rij,rj->ri", np.linalg.pinv(G, rcond=1e-10, hermitian=True), b)
+    np.testing.assert_allclose(x.T[found], ref[found], atol=1e-7 * np.abs(ref).max())
+    for q in basis:  # orthonormal null directions of each system
+        norms = np.einsum("kr,kr->r", q, q)  # 0 where a system has fewer null directions
+        assert np.allclose(norms[norms > 0.5], 1.0) and np.allclose(norms[norms <= 0.5], 0.0)
+        assert np.abs(np.einsum("rkj,jr->kr", G, q)).max() < 1e-6 * np.abs(G).max()
+
+
+def _ridge_ops(B, visible, lam, rcond=1e-6):
+    """The simple per-pattern operator of the reference ithsvd (one eigh per pattern)."""
+    G = np.matmul((visible[:, :, None] * B[None]).transpose(0, 2, 1), B)
+    gamma, Q = np.linalg.eigh(G)
+    seen = gamma > (rcond * np.linalg.norm(B, 2)) ** 2
+    filt = np.where(seen, 1.0 / np.where(seen, gamma + lam, 1.0), 0.0)
+    Qt = Q.transpose(0, 2, 1)
+    return np.concatenate([np.matmul(Q * seen[:, None, :], Qt), np.matmul(Q * filt[:, None, :], Qt)], axis=2)
+
+
+def reference_ithsvd(X, rank, tol=1e-10, max_iter=1000, shrink=1.0):
+    """The textbook form of ithsvd: per iteration, eigh of the covariance of the
+    filled rows, then per missing pattern the k x k ridge of the docstring."""
+    mask = np.isnan(X)
+    out = X.copy()
+    live = ~mask.all(axis=1)
+    ref = np.nanmedian(X[live], axis=0)
+    partial = live & mask.any(axis=1)
+    Yc = X[live & ~partial] - ref
+    S0, s0, n_live = Yc.T @ Yc, Yc.sum(axis=0), int(live.sum())
+    Mp = mask[partial]
+    Y = np.where(Mp, 0.0, X[partial] - ref)
+    patterns, inverse = rec._patterns(Mp)
+    visible = (~patterns).astype(float)
+    k, n = rank, X.shape[1]
+    for it in range(1, max_iter + 1):
+        m = (s0 + Y.sum(axis=0)) / n_live
+        C = (S0 + Y.T @ Y) / n_live - np.outer(m, m)
+        evals, V = np.linalg.eigh(C)
+        evals, U = evals[::-1], V[:, ::-1][:, :k]
+        s2 = max(float(evals[k:].mean()), 0.0) if k < n else 0.0
+        ell = np.maximum(evals[:k] - s2, 1e-12 * max(float(evals.clip(min=0).sum()), 1e-300))
+        B = U * np.sqrt(ell)
+        D = Y - m
+        W0 = D @ U / np.sqrt(ell)
+        r0 = np.where(Mp, 0.0, D - W0 @ B.T)
+        W = rec._apply_per_row(_ridge_ops(B, visible, shrink * s2), inverse,
+                               np.hstack([W0, r0 @ B - shrink * s2 * W0]))
+        new = m + W @ B.T
+        change = np.linalg.norm((new - Y)[Mp])
+        Y[Mp] = new[Mp]
+        if change <= tol * np.linalg.norm((Y - m)[Mp]):
+            break
+    out[partial] = np.where(Mp, Y + ref, X[partial])
+    return out, it
+
+
+@pytest.mark.parametrize("frac,noise", [(0.1, 0.0), (0.2, 0.0), (0.25, 0.3)])
+def test_ithsvd_matches_the_textbook_iteration(frac, noise):
+    # Same iterates (m-side, k-side and the undetermined directions), so the
+    # same iteration count and the same result to rounding.
+    rng = np.random.default_rng(31)
+    A = block_structure(seed=4)
+    X = sample(A, 400, seed=32)
+    X = X + noise * X.std(axis=0) * rng.normal(size=X.shape)
+    Xm = hide_smallest(X, frac)
+    Xm[3] = np.nan  # an all-missing row
+    ref, iterations = reference_ithsvd(Xm, 8, max_iter=300)
+    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=300)
+    assert info["iterations"] == iterations
+    np.testing.assert_allclose(Y, ref, rtol=0, atol=1e-7 * np.nanmax(np.abs(X)))
+    assert np.isnan(Y[3]).all()
+
+
+def test_ithsvd_chunks_and_buckets_do_not_change_the_result(monkeypatch):
+    # Many small chunks (each with its own buckets) give the one-chunk result.
+    A = block_structure(seed=5)
+    Xm = hide_smallest(sample(A, 600, seed=33), 0.3)
+    whole, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=50)
+    monkeypatch.setattr(rec, "_PASS_ELEMENTS", 16 * 37)
+    chunked, info2 = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=50)
+    assert info == info2
+    # summation order differs between chunkings: equal to rounding, grown over 50 iterations
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-6 * np.abs(whole).max())
+
+
+def test_ithsvd_anderson_acceleration_reaches_the_same_fixed_point():
+    A = block_structure(seed=6)
+    X = sample(A, 800, seed=34)
+    Xm = hide_smallest(X, 0.05)
+    plain, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8)
+    fast, info_aa = rec.ithsvd(Xm, rng=None, structure=None, rank=8, memory=3)
+    assert info["converged"] and info_aa["converged"]
+    np.testing.assert_allclose(fast, plain, rtol=0, atol=1e-6 * np.abs(X).max())
