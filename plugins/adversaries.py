@@ -142,10 +142,22 @@ def _column_ranks(key: np.ndarray) -> np.ndarray:
     return rank
 
 
+_BLOCK_ELEMENTS = 1 << 21  # int64 sort temporaries of one column block: 16 MB
+
+
 def _tail_mask(X: np.ndarray, quota: np.ndarray, largest: bool) -> np.ndarray:
-    """Mask of the ``quota[j]`` smallest (or largest) visible values of each column j."""
-    rank = _column_ranks(-X if largest else X)  # -NaN is NaN: hidden entries still sort last
-    return (rank < quota[None, :]) & ~np.isnan(X)
+    """Mask of the ``quota[j]`` smallest (or largest) visible values of each column j.
+
+    Columns are sorted a block at a time, so the int64 order and rank arrays
+    never reach the size of X (at N = 10^6 they would be twice its size).
+    """
+    mask = np.empty(X.shape, dtype=bool)
+    step = max(1, _BLOCK_ELEMENTS // max(1, X.shape[0]))
+    for lo in range(0, X.shape[1], step):
+        block = X[:, lo:lo + step]
+        rank = _column_ranks(-block if largest else block)  # -NaN is NaN: hidden entries still sort last
+        mask[:, lo:lo + step] = (rank < quota[None, lo:lo + step]) & ~np.isnan(block)
+    return mask
 
 
 def _estimate_structure(var: np.ndarray, V: np.ndarray, rank: Optional[int],
