@@ -498,7 +498,25 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
                 y = y_f
     if y is None:  # only when every LP failed (D_1 holds all data): the coordinate-wise median
         y = np.zeros(n)
-    return _finite(center + scale * y, "tukey")
+    return _finite(_onto_affine_hull(Y, center + scale * y), "tukey")
+
+
+def _onto_affine_hull(Y: np.ndarray, point: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """Project ``point`` onto the affine hull of the rows of Y.
+
+    The exact Tukey median lies there (depth is 0 off the hull); the
+    random-direction polytope's centre can leave it by rounding when the data
+    are degenerate (a constant column, or x = A z of low rank). One n x n
+    covariance and its eigendecomposition: linear in N.
+    """
+    mean = _subset_mean(Y, np.arange(Y.shape[0]))
+    C = np.zeros((Y.shape[1], Y.shape[1]))
+    for sl in _row_blocks(*Y.shape):
+        D = Y[sl] - mean
+        C += D.T @ D
+    evals, V = np.linalg.eigh(C)
+    keep = V[:, evals > rtol * max(evals[-1], np.finfo(float).tiny)]
+    return mean + keep @ (keep.T @ (point - mean))
 
 
 def _sq_norms(Y: np.ndarray, center: np.ndarray, W: np.ndarray) -> np.ndarray:

@@ -50,10 +50,9 @@ SETTINGS = settings(max_examples=30, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-# Known to leave the visible range on degenerate data (a constant column, x = A z):
-# pinned by test_estimate_of_a_constant_column_is_that_constant (xfail) below, and
-# exempt from the range check here so that a random draw never makes this file flaky.
-OUTSIDE_RANGE_KNOWN = {"tukey"}
+# Estimators allowed to leave the visible range (none: tukey projects onto the
+# data's affine hull, see test_estimate_of_a_constant_column_is_that_constant).
+OUTSIDE_RANGE_KNOWN: set = set()
 
 
 def entry(kind: str, name: str) -> Entry:
@@ -247,12 +246,7 @@ def test_estimator_on_adversary_output(adversary, estimator, data, budget, seed,
     assert_estimator_contract(estimator, np.asarray(Xc), mu)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="the approximate Tukey median is the Chebyshev centre of a polytope cut by "
-                            "random directions, which leaves the affine hull of degenerate data"))
-    if name in OUTSIDE_RANGE_KNOWN else name
-    for name in ESTIMATORS])
+@pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("N", [3, 200])
 def test_estimate_of_a_constant_column_is_that_constant(name, N):
     """Data with a constant coordinate (the paper's x = A z is degenerate the same way):
