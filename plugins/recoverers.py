@@ -645,7 +645,6 @@ class _Completion:
         directions to 0 as the textbook iteration does. Writes Y (shifted)
         and the chunk ``block`` of ``out`` in place.
         """
-        n = self.n
         R = len(rows)
         pad, pads, c, at, Aidx = self._m_indices(rows, cols)
         g = np.take(G, at)

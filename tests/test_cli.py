@@ -2,7 +2,6 @@
 import subprocess
 import sys
 
-import pytest
 import xarray as xr
 
 import cmbench

@@ -158,7 +158,7 @@ def assert_estimator_contract(name: str, X: np.ndarray, mu) -> None:
     ok = ~np.isfinite(lo) | ((mu >= lo - tol) & (mu <= hi + tol))
     assert name in OUTSIDE_RANGE_KNOWN or ok.all(), \
         f"{name}: estimate {mu[~ok]} outside the visible range [{lo[~ok]}, {hi[~ok]}]"
-    check_estimate(mu, n, entry("estimators", name))
+    check_estimate(mu, n)
 
 
 # ------------------------------------------------------------------ adversaries

@@ -249,7 +249,7 @@ def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.nd
     return Xc
 
 
-def check_recovery(out: Any, Xc: np.ndarray, rec: Entry) -> tuple[np.ndarray, dict]:
+def check_recovery(out: Any, Xc: np.ndarray) -> tuple[np.ndarray, dict]:
     info = {}
     if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
         out, info = out
@@ -261,7 +261,7 @@ def check_recovery(out: Any, Xc: np.ndarray, rec: Entry) -> tuple[np.ndarray, di
     return Xr, {k: float(v) for k, v in info.items() if isinstance(v, (bool, int, float, np.number))}
 
 
-def check_estimate(mu: Any, n: int, est: Entry) -> np.ndarray:
+def check_estimate(mu: Any, n: int) -> np.ndarray:
     mu = _real(mu)
     if mu.shape != (n,):
         raise ValueError(f"returned shape {mu.shape}, expected ({n},)")
@@ -387,7 +387,7 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         params = dict(rec.params)
         rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
         out = guarded(check_recovery, call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure,
-                                           rank=rank, **params), Xc, rec)
+                                           rank=rank, **params), Xc)
     blame(out, rec, "recoverer")
     recovery = {"status": out.status, "error": out.error, "seconds": out.seconds}
     if out.status != OK:
@@ -405,7 +405,7 @@ def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery:
         return {"status": recovery["status"], "error": recovery["error"]}
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
     res = blame(guarded(check_estimate, call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params),
-                        data.X.shape[1], est), est, "estimator")
+                        data.X.shape[1]), est, "estimator")
     cell = {"status": res.status, "error": res.error, "seconds": recovery["seconds"] + res.seconds}
     if res.status == OK:
         cell.update(errors(res.value, data))
