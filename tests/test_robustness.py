@@ -914,7 +914,8 @@ def _check_interrupted(stderr: str, waited: float, returncode: int, out: Path, t
 
 def test_sigint_stops_within_seconds_keeps_finished_units_and_says_how_to_resume(tmp_path):
     total = 12
-    suite = slow_suite(tmp_path, delay=0.15, instances=2, budgets="[0.0, 0.05, 0.1, 0.15, 0.2, 0.25]")
+    # 0.3 s a unit leaves ~3 s between the 2nd unit and the end: room for a loaded machine
+    suite = slow_suite(tmp_path, delay=0.3, instances=2, budgets="[0.0, 0.05, 0.1, 0.15, 0.2, 0.25]")
     out, log = tmp_path / "out", tmp_path / "calls.log"
     env = {**os.environ, "CMBENCH_TEST_LOG": str(log)}
     command = [sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out), "--no-report"]
