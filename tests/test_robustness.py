@@ -851,6 +851,42 @@ def test_plugin_that_kills_its_worker_process_fails_only_its_cells(tmp_path):
     assert set(np.unique(ds["status"].sel(estimator="mean").values)) == {"failed"}
 
 
+@pytest.mark.slow
+def test_after_a_worker_dies_the_rest_of_the_sweep_stays_parallel(tmp_path):
+    # One crash (the first call that finds no marker), 16 units. The units in
+    # flight when the pool broke are re-run alone (the crashed one succeeds
+    # there: the crash is once); the rest must go on 2 at a time, not one
+    # unit at a time: calls logged after the crash overlap in time.
+    marker, log = tmp_path / "crashed", tmp_path / "calls.log"
+    write(tmp_path / "once.py", f'''
+        import os, time, numpy as np, cmbench
+        def crash_once(X, *, rng):
+            start = time.time()
+            if not os.path.exists({str(marker)!r}):
+                open({str(marker)!r}, "w").close()
+                os._exit(7)
+            time.sleep(0.3)
+            with open({str(log)!r}, "a") as f:
+                f.write(f"{{os.getpid()}} {{start}} {{time.time()}}\\n")
+            return np.nanmean(X, axis=0)
+        @cmbench.hookimpl
+        def register_estimators():
+            return [cmbench.Estimator("crash-once", crash_once)]
+    ''')
+    path = write(tmp_path / "once.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["once.py"]')
+                 .replace('"cmedian"]', '"crash-once"]').replace("instances = 1", "instances = 8")
+                 .replace('recoverers = ["none", "exact"]', 'recoverers = ["none"]'))
+    result = cli("suite", path, "--out", tmp_path / "out", "--no-report", "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    assert marker.exists()
+    ds = open_cube(tmp_path / "out" / "r" / "e.nc")
+    assert (ds["status"] == "ok").all()
+    calls = sorted((float(a), float(b), pid) for pid, a, b in (line.split() for line in log.read_text().splitlines()))
+    assert len(calls) == 16
+    overlaps = sum(1 for (a0, b0, p0), (a1, b1, p1) in zip(calls, calls[1:]) if a1 < b0 and p0 != p1)
+    assert overlaps >= 4, f"{overlaps} overlapping calls after the crash: the sweep went serial"
+
+
 # ====================================================== row: two plugins registering the same name
 
 def _twins(tmp_path: Path) -> tuple[Path, Path]:

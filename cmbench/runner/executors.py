@@ -29,40 +29,49 @@ def _worker_init() -> None:
 def processes(jobs: Iterable[Job], fn: Callable, workers: int) -> Iterator:
     """A pool of spawned processes; a worker that dies takes only its own unit down.
 
-    When a worker dies (os._exit, a segfault) every unfinished future of the pool
-    breaks, so the culprit is unknown: the rest is run again one unit at a time,
-    in a fresh pool, where a death names its unit, which is recorded as failed.
+    At most ``2 * workers`` units are in flight (enough to keep every worker
+    busy). When a worker dies (os._exit, a segfault) every in-flight future of
+    the pool breaks and the culprit is unknown: those units are run again
+    each alone in a fresh process, where a death names its unit (recorded as
+    failed), and the rest of the sweep goes on in a fresh pool, in parallel.
     """
     queue = list(jobs)
-    in_flight = len(queue)
+    depth = 2 * workers
     while queue:
+        suspects = []
         pool = _pool(workers)
-        broken = []
         try:
             pending = {}
-            for job in queue[:in_flight]:
-                pending[pool.submit(fn, job)] = job
-            rest = queue[in_flight:]
-            while pending:
+            while queue or pending:
+                while queue and len(pending) < depth and not suspects:
+                    job = queue.pop(0)
+                    pending[pool.submit(fn, job)] = job
+                if not pending:
+                    break
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     job = pending.pop(future)
                     try:
                         result = future.result()
                     except BrokenProcessPool:
-                        broken.append(job)
+                        suspects.append(job)
                         continue
                     yield job, result
-                    if rest and not broken:
-                        nxt = rest.pop(0)
-                        pending[pool.submit(fn, nxt)] = nxt
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-        if in_flight == 1 and broken:  # alone in its pool: this unit killed the worker
-            yield broken[0], worker_died(broken[0])
-            broken = broken[1:]
-        queue = broken + rest
-        in_flight = 1 if broken else in_flight
+        for job in suspects:
+            yield job, _alone(fn, job)
+
+
+def _alone(fn: Callable, job: Job) -> dict:
+    """Run one unit in a fresh one-worker pool: if the worker dies, this unit did it."""
+    pool = _pool(1)
+    try:
+        return pool.submit(fn, job).result()
+    except BrokenProcessPool:
+        return worker_died(job)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
