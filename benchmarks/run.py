@@ -84,7 +84,7 @@ def ithsvd_call(Xm: np.ndarray, rank: int, **params):
 
 def _coarse(info: dict) -> str:
     """ithsvd's coarse-start passes (over every (N // coarse)-th row), if it made any."""
-    return f"  (+ {info['coarse_iterations']} passes over {ithsvd_coarse_rows()} rows first)" \
+    return f"after {info['coarse_iterations']} passes over ~{ithsvd_coarse_rows()} rows" \
         if "coarse_iterations" in info else ""
 
 
@@ -118,7 +118,7 @@ def target_ithsvd_vs_hard_impute(quick: bool, repeat: int) -> Result:
     return Result("ithsvd-vs-hard-impute", ">= 10x faster, error <= baseline", ok, [
         f"data: x = A z, N = {N}, n = {n}, rank {r}, hide-smallest {budget}; tol {tol:g}, max_iter {max_iter}",
         f"ithsvd      {fmt_t(t_fast):>10}  iterations {info['iterations']:>4} converged {bool(info['converged'])}"
-        f"  hidden-entry error {e_fast:.2e}" + _coarse(info),
+        f"  hidden-entry error {e_fast:.2e}  {_coarse(info)}",
         f"hard-impute {fmt_t(t_base):>10}  iterations {binfo['iterations']:>4} converged {binfo['converged']}"
         f"  hidden-entry error {e_base:.2e}",
     ], f"{ratio:.1f}x, err {e_fast:.1e} vs {e_base:.1e}")
@@ -137,7 +137,7 @@ def target_ithsvd_vs_iterative_imputer(quick: bool, repeat: int) -> Result:
     e_fast, e_base = hidden_error(Y, X, Xm), hidden_error(Yb, X, Xm)
     ratio = t_base / t_fast
     ok = ratio >= 50 and e_fast < e_base
-    passes = f"{info['iterations']} passes" + _coarse(info)
+    passes = f"{info['iterations']} passes {_coarse(info)}".strip()
     return Result("ithsvd-vs-iterative-imputer", ">= 50x faster, lower error", ok, [
         f"data: as above, N = {N}; IterativeImputer{tuple(peer.params.items())}",
         f"ithsvd            {fmt_t(t_fast):>10}  hidden-entry error {e_fast:.2e}  ({passes})",
