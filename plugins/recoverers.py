@@ -781,9 +781,15 @@ class _Anderson:
         scale[scale == 0] = 1.0
         dFs = dF / scale
         gram = dFs.T @ dFs
-        gram[np.diag_indices_from(gram)] += 1e-12 * np.trace(gram)
-        gamma = np.linalg.solve(gram, dFs.T @ f) / scale
-        return g - dG @ gamma
+        ridge = 1e-12 * np.trace(gram)
+        if not ridge > 0:  # no residual differences to fit (or non-finite ones): plain step
+            return g
+        gram[np.diag_indices_from(gram)] += ridge
+        x = g - dG @ (np.linalg.solve(gram, dFs.T @ f) / scale)
+        if not np.isfinite(x).all():
+            self.dF, self.dG, self.last = [], [], None
+            return g
+        return x
 
 
 def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None,

@@ -478,6 +478,18 @@ def test_ithsvd_coarse_start_reaches_the_full_data_fixed_point(noise):
     assert "coarse_iterations" not in info_s
 
 
+def test_anderson_step_without_information_is_the_plain_step():
+    # A repeated residual gives zero differences (found by fuzzing ithsvd: a
+    # singular Gram matrix raised LinAlgError); non-finite ones likewise.
+    acc = rec._Anderson(3)
+    x, g = np.ones(4), np.full(4, 2.0)
+    assert np.array_equal(acc(x, g), g)
+    assert np.array_equal(acc(x, g), g)
+    acc = rec._Anderson(3)
+    acc(x, g)
+    assert np.array_equal(acc(x, np.full(4, np.inf)), np.full(4, np.inf))
+
+
 def test_ithsvd_anderson_acceleration_reaches_the_same_fixed_point():
     A = block_structure(seed=6)
     X = sample(A, 800, seed=34)
