@@ -361,15 +361,20 @@ def _psd_factor(A: np.ndarray, tau: float, floor: float = 0.0) -> tuple[np.ndarr
     skip = np.zeros(A.shape[1:], bool)
     for j in range(m):
         Lj = L[j, :j]
-        pivot = A[j, j] - np.einsum("kr,kr->r", Lj, Lj)
-        bad = ~(pivot > np.maximum(tau * A[j, j], floor))
-        skip[j] = bad
-        d = np.sqrt(np.where(bad, 1.0, pivot))
-        L[j, j] = d
+        pivot = A[j, j] - np.einsum("kr,kr->r", Lj, Lj) if j else A[j, j].copy()
+        bad = skip[j]
+        np.less_equal(pivot, np.maximum(tau * A[j, j], floor), out=bad)
+        bad |= np.isnan(pivot)
+        np.copyto(pivot, 1.0, where=bad)
+        d = np.sqrt(pivot, out=L[j, j])
         if j + 1 < m:
-            col = (A[j + 1:, j] - np.einsum("akr,kr->ar", L[j + 1:, :j], Lj)) / d
-            col[:, bad] = 0.0
-            L[j + 1:, j] = col
+            col = L[j + 1:, j]
+            if j:
+                np.subtract(A[j + 1:, j], np.einsum("akr,kr->ar", L[j + 1:, :j], Lj), out=col)
+            else:
+                col[...] = A[j + 1:, j]
+            col /= d
+            np.copyto(col, 0.0, where=bad)
     return L, skip
 
 
@@ -382,12 +387,20 @@ def _psd_solve(L: np.ndarray, skip: np.ndarray, b: np.ndarray) -> np.ndarray:
     m = L.shape[0]
     y = np.empty_like(b)
     for j in range(m):
-        y[j] = (b[j] - np.einsum("kr,kr->r", L[j, :j], y[:j])) / L[j, j]
-    y[skip] = 0.0
+        if j:
+            np.subtract(b[j], np.einsum("kr,kr->r", L[j, :j], y[:j]), out=y[j])
+        else:
+            y[j] = b[j]
+        y[j] /= L[j, j]
+    np.copyto(y, 0.0, where=skip)
     x = np.empty_like(b)
     for j in range(m - 1, -1, -1):
-        x[j] = (y[j] - np.einsum("kr,kr->r", L[j + 1:, j], x[j + 1:])) / L[j, j]
-    x[skip] = 0.0
+        if j + 1 < m:
+            np.subtract(y[j], np.einsum("kr,kr->r", L[j + 1:, j], x[j + 1:]), out=x[j])
+        else:
+            x[j] = y[j]
+        x[j] /= L[j, j]
+    np.copyto(x, 0.0, where=skip)
     return x
 
 
