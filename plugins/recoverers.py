@@ -252,9 +252,11 @@ def _polish(Xt: np.ndarray, E: np.ndarray, A: np.ndarray, tol: float) -> np.ndar
     return np.where(ok[:, None], fitted, Xt - E)
 
 
-def _split_nan_rows(X: np.ndarray) -> np.ndarray:
-    """Rows a replacement recoverer works on: those without NaN (others are left as they are)."""
-    return np.flatnonzero(~np.isnan(X).any(axis=1))
+def _replaced_rows(X: np.ndarray, B: np.ndarray, tol: float) -> np.ndarray:
+    """Rows a replacement recoverer works on: without NaN (others are left as
+    they are) and off range(B) (`_off_subspace`; rows in it need no correction)."""
+    rows = np.flatnonzero(~np.isnan(X).any(axis=1))
+    return rows[_off_subspace(X[rows], B, tol)]
 
 
 # ----------------------------------------------------------------------------
@@ -932,12 +934,13 @@ def _iterate(comp: _Completion, theta: np.ndarray, tol: float, max_iter: int, me
     Returns the last moments, whether it converged, and the passes made.
     """
     accelerate = _Anderson(memory)
+    new = theta  # max_iter < 1: no pass, the start stands
     for it in range(1, max_iter + 1):
         new, change, scale = comp.apply(theta)
         if change <= tol * max(scale, np.finfo(float).tiny):
             return new, True, it
         theta = accelerate(theta, new)
-    return new, False, max_iter
+    return new, False, max(0, max_iter)
 
 
 # ----------------------------------------------------------------------------
@@ -993,11 +996,8 @@ def randomized(X: np.ndarray, *, rng=None, structure=None, rank=None,
     out = X.copy()
     B = _orthonormal_range(A)
     r = B.shape[1]
-    rows = _split_nan_rows(X)
+    rows = _replaced_rows(X, B, tol)
     if r == 0 or rows.size == 0:
-        return out
-    rows = rows[_off_subspace(X[rows], B, tol)]
-    if rows.size == 0:
         return out
     Xo = X[rows]
     thr = _entry_tol(Xo, tol)
@@ -1053,11 +1053,8 @@ def basis_pursuit(X: np.ndarray, *, rng=None, structure=None, rank=None,
     A = _structure(structure, X.shape[1], "basis-pursuit")
     out = X.copy()
     F = _null_space_rows(A)
-    rows = _split_nan_rows(X)
+    rows = _replaced_rows(X, _orthonormal_range(A), tol)
     if F.shape[0] == 0 or rows.size == 0:
-        return out
-    rows = rows[_off_subspace(X[rows], _orthonormal_range(A), tol)]
-    if rows.size == 0:
         return out
     p, n = F.shape
     block = scipy.sparse.csr_array(np.hstack([F, -F]))
@@ -1110,12 +1107,9 @@ def omp(X: np.ndarray, *, rng=None, structure=None, rank=None,
     A = _structure(structure, X.shape[1], "omp")
     out = X.copy()
     F = _null_space_rows(A)
-    rows = _split_nan_rows(X)
+    rows = _replaced_rows(X, _orthonormal_range(A), tol)
     p, n = F.shape
     if p == 0 or rows.size == 0:
-        return out
-    rows = rows[_off_subspace(X[rows], _orthonormal_range(A), tol)]
-    if rows.size == 0:
         return out
     cap = int(max_sparsity) if max_sparsity else max(1, p // 2)
     cap = min(cap, p)

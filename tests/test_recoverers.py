@@ -5,7 +5,9 @@ Properties from the paper: exact recovery with known A below m_A missing entries
 completion matching it on the paper's synthetic data, and exact recovery from a
 few replaced entries by Algorithm alg:approx, basis pursuit and OMP.
 """
+import importlib.util
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +17,14 @@ from cmbench import theory
 from cmbench.builtins import peers
 from cmbench.builtins import recoverers as rec
 from cmbench.plugins import check_signature
+
+# The benchmarks' baselines double as the references here: one per-row lstsq
+# loop for exact, timed by benchmarks/run.py and checked by these tests.
+_spec = importlib.util.spec_from_file_location(
+    "cmbench_bench_baselines", Path(__file__).resolve().parents[1] / "benchmarks" / "baselines.py")
+baselines = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(baselines)
+per_row_lstsq = baselines.per_row_lstsq
 
 NEEDS_SKLEARN = " (needs scikit-learn: pip install 'cmbench[sklearn]')"
 
@@ -142,18 +152,6 @@ def test_exact_rule_m_a_discards_rows_with_m_a_or_more_missing():
     assert rel_error(by_rank, X).max() < 1e-9
     assert np.array_equal(np.isnan(by_m_a[:20]), np.isnan(Xm[:20]))
     assert np.array_equal(by_m_a[20:], by_rank[20:])
-
-
-def per_row_lstsq(Xm: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """Reference Two-Step-E: one np.linalg.lstsq per row."""
-    out = Xm.copy()
-    rank_a = np.linalg.matrix_rank(A)
-    for i in np.flatnonzero(np.isnan(Xm).any(axis=1)):
-        v = ~np.isnan(Xm[i])
-        z, _, rank_v, _ = np.linalg.lstsq(A[v], Xm[i, v], rcond=None)
-        if rank_v == rank_a:
-            out[i, ~v] = A[~v] @ z
-    return out
 
 
 def test_exact_pattern_batching_equals_per_row_lstsq():
@@ -340,6 +338,16 @@ def test_peers_without_scikit_learn(monkeypatch):
         assert d.description.endswith(NEEDS_SKLEARN)
         with pytest.raises(cmbench.NotApplicable, match="scikit-learn is not installed"):
             d.fn(np.array([[1.0, np.nan], [2.0, 3.0]]), rng=None, structure=None, rank=None, **d.params)
+
+
+def test_ithsvd_with_no_pass_returns_the_median_start():
+    X = sample(block_structure(), 200, seed=9)
+    Xm = hide_smallest(X, 0.1)
+    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=0)
+    assert info == {"converged": False, "iterations": 0}
+    hidden = np.isnan(Xm)
+    np.testing.assert_array_equal(Y[~hidden], X[~hidden])
+    np.testing.assert_array_equal(Y, np.where(hidden, np.nanmedian(Xm, axis=0), Xm))
 
 
 # --------------------------------------------------------------------------- #
