@@ -450,8 +450,8 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     ----------
     X : (N, n) float array; rows holding NaN are dropped.
     rng : draws the directions (deterministic for a fixed generator state).
-    directions : number K of random directions (at least n are drawn, so
-        that D_m is bounded).
+    directions : number K of random directions (at least n are drawn), used
+        beside the n coordinate axes.
     grid : number of coarse depth levels when N K is large.
 
     Returns
@@ -472,6 +472,10 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     K = max(int(directions), n)
     U = rng.standard_normal((n, K))
     U /= np.linalg.norm(U, axis=0)
+    # The coordinate axes among the directions bound D_m by the coordinates'
+    # order statistics, so the estimate never leaves the data's bounding box
+    # (random directions alone leave a sliver outside the convex hull).
+    U = np.concatenate([np.eye(n), U], axis=1)
 
     m_max = (N + 1) // 2  # beyond, S_k[m-1] > S_k[N-m] in general
     if m_max * K <= _TUKEY_BLOCK_ELEMENTS:
