@@ -28,6 +28,16 @@ def load_plugins(extra=()):
     return _load(extra)
 
 
+def to_frame(cube):
+    """A results cube (Dataset or netCDF path) as a tidy DataFrame, one row per cell.
+
+    See `cmbench.export.to_frame`.
+    """
+    from .export import to_frame as _to_frame
+
+    return _to_frame(cube)
+
+
 def run_suite(name_or_path, out="reports", workers=1, scheduler=None, **options):
     """Run a suite file (a shipped name or a path); return its cubes by experiment."""
     from .runner import run_suite as _run
@@ -38,5 +48,5 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, **options)
 __all__ = [
     "Adversary", "Component", "Data", "DataFile", "Dataset", "Estimator",
     "NotApplicable", "Recoverer", "Undefined", "hookimpl", "hookspec",
-    "load_plugins", "run_suite", "__version__",
+    "load_plugins", "run_suite", "to_frame", "__version__",
 ]

@@ -107,6 +107,18 @@ def report(cubes, output, baseline, png_dir) -> None:
     click.echo(f"report: {path}")
 
 
+@main.command()
+@click.argument("cubes", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Table to write: .parquet or .csv.")
+def export(cubes, output) -> None:
+    """Write results cubes as one tidy table, one row per cell (Parquet or CSV by extension)."""
+    from .export import export as _export
+
+    path, rows = _export([Path(c) for c in cubes], Path(output))
+    click.echo(f"table: {path} ({rows} rows)")
+
+
 @main.group(invoke_without_command=True)
 @plugin_option
 @click.pass_context

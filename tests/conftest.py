@@ -49,3 +49,17 @@ def write_suite(tmp_path):
 
 def real_data_available() -> bool:
     return bool(os.environ.get("CMBENCH_DATA_DIR"))
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The smoke suite run once per test session (a few seconds): its output folder.
+
+    Holds ``smoke/synthetic.nc``, ``smoke.pdf`` and ``smoke.html``; tests that
+    only read it share it, tests that write copy what they need to tmp_path.
+    """
+    import cmbench
+
+    out = tmp_path_factory.mktemp("smoke-run")
+    cmbench.run_suite("smoke", out=out)
+    return out

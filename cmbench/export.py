@@ -1,0 +1,191 @@
+"""Results cubes as a tidy long table: one row per cell, one column per variable.
+
+A cube is six-dimensional (see `cmbench.cube.DIMS`); researchers work with
+long tables (pandas, R, SQL, spreadsheets). `to_frame` flattens a cube to one
+row per (dataset, instance, adversary, budget, recoverer, estimator) cell. The
+columns are derived from the cube's variables by their dims, not from a fixed
+list, so a variable added to cubes later (a recoverer's diagnostic, a new
+metric) flows into the table without a change here: a variable over a subset of
+the dims (the corruption's distances over the first four, a recoverer's
+diagnostics over the first five) is repeated on every cell it covers.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from . import cube as cubes
+from .errors import UserError
+
+__all__ = ["to_frame", "frames", "export", "FORMATS"]
+
+#: file extension -> format written by `export`
+FORMATS = {".parquet": "parquet", ".csv": "csv"}
+#: leading columns, in order; the cube's variables follow
+ID_COLUMNS = ("suite", "experiment", *cubes.DIMS, "method")
+
+
+def to_frame(cube: xr.Dataset | str | os.PathLike) -> pd.DataFrame:
+    """One results cube as a tidy DataFrame, one row per cell.
+
+    Parameters
+    ----------
+    cube : an ``xarray.Dataset`` as the runner writes it, or the path of a
+        netCDF cube (read through `cmbench.cube.load`).
+
+    Returns
+    -------
+    DataFrame with columns ``experiment``, the six coordinates (``dataset``,
+    ``instance``, ``adversary``, ``budget``, ``recoverer``, ``estimator``),
+    ``method`` (the suite's label of the recoverer + estimator pair; labels
+    sharing a pair are joined with ", "; empty when the suite names none), then
+    every data variable whose dims are among the six: the metrics, ``status``,
+    ``error``, ``seconds``, the recovery and corruption variables and any
+    diagnostics. Rows are in the cube's C order (estimator fastest). Variables
+    with a dimension outside the six cannot be one value per cell and are left
+    out.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        The path is not a readable cube, or the cube lacks a dimension.
+    """
+    ds = cubes.load(Path(cube)) if not isinstance(cube, xr.Dataset) else cube
+    missing = [d for d in cubes.DIMS if d not in ds.dims]
+    if missing:
+        raise UserError(f"{_name(ds, cube)}: not a results cube: it lacks dimension(s) "
+                        f"{', '.join(missing)}")
+    shape = tuple(ds.sizes[d] for d in cubes.DIMS)
+    grids = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
+    columns: dict[str, np.ndarray] = {}
+    columns["experiment"] = np.full(int(np.prod(shape)), str(ds.attrs.get("experiment", "")), dtype=object)
+    for dim, idx in zip(cubes.DIMS, grids):
+        values = np.asarray(ds[dim].values)
+        columns[dim] = _plain(values)[idx.ravel()]
+    columns["method"] = _method_labels(ds)[grids[4].ravel(), grids[5].ravel()]
+    for name in _variables(ds):
+        da = ds[name]
+        order = [d for d in cubes.DIMS if d in da.dims]
+        values = _plain(np.asarray(da.transpose(*order).values))
+        idx = tuple(grids[cubes.DIMS.index(d)].ravel() for d in order)
+        columns[name] = values[idx] if order else np.full(len(columns["method"]), values.item())
+    return pd.DataFrame(columns)
+
+
+def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
+    """Several cubes in one table, rows of each cube after the previous one's.
+
+    Cubes of one suite (its experiments) concatenate with their ``experiment``
+    column telling them apart; when the cubes come from more than one suite a
+    ``suite`` column is added first. A column one cube lacks (a variable added
+    in a later version) is empty (NaN) in the other cubes' rows.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        No cube given, or a path is not a readable cube.
+    """
+    parts, suites = [], []
+    for src in sources:
+        ds = cubes.load(Path(src)) if not isinstance(src, xr.Dataset) else src
+        parts.append(to_frame(ds))
+        suites.append(str(ds.attrs.get("suite", "")))
+    if not parts:
+        raise UserError("no results cube given to export")
+    if len(set(suites)) > 1:
+        for df, s in zip(parts, suites):
+            df.insert(0, "suite", s)
+    out = pd.concat(parts, ignore_index=True, sort=False)
+    lead = [c for c in ID_COLUMNS if c in out.columns]
+    return out[lead + [c for c in out.columns if c not in lead]]
+
+
+def export(sources: Sequence[xr.Dataset | str | os.PathLike], out: str | os.PathLike) -> tuple[Path, int]:
+    """Write the tidy table of ``sources`` to ``out``, Parquet or CSV by its extension.
+
+    The file is written to a temporary name beside ``out`` and moved into place,
+    so a failed export leaves no half-written table.
+
+    Returns
+    -------
+    ``(path, rows)``.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        The extension is neither ``.parquet`` nor ``.csv``; a cube cannot be read;
+        Parquet is asked for and pyarrow is not installed.
+    """
+    out = Path(out)
+    fmt = FORMATS.get(out.suffix.lower())
+    if fmt is None:
+        raise UserError(f"{out}: unknown table format {out.suffix or '(no extension)'!r}; "
+                        f"use {' or '.join(FORMATS)}")
+    df = frames(sources)
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UserError(f"{out}: writing Parquet needs pyarrow (pip install pyarrow); "
+                            f"or export to .csv") from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=out.suffix + ".part")
+    os.close(fd)
+    try:
+        if fmt == "parquet":
+            df.to_parquet(tmp, index=False, engine="pyarrow")
+        else:
+            df.to_csv(tmp, index=False)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out, len(df)
+
+
+def _variables(ds: xr.Dataset) -> list[str]:
+    """Data variables that are one value per cell (or per a coarser block of cells).
+
+    Metrics come first (in the cube's ``metrics`` attribute order), then status
+    and error, then the rest in the cube's order.
+    """
+    fits = [v for v in ds.data_vars if set(ds[v].dims) <= set(cubes.DIMS)]
+    metrics = cubes.attr_json(ds, "metrics", None) or [m for m in ("l2", "mahalanobis") if m in fits]
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    head = [m for m in metrics if m in fits] + [v for v in ("status", "error") if v in fits]
+    return head + [v for v in fits if v not in head]
+
+
+def _method_labels(ds: xr.Dataset) -> np.ndarray:
+    """(recoverer, estimator) -> the suite's method label(s), as a 2-D object array."""
+    recs = [str(r) for r in _plain(np.asarray(ds["recoverer"].values))]
+    ests = [str(e) for e in _plain(np.asarray(ds["estimator"].values))]
+    labels = np.full((len(recs), len(ests)), "", dtype=object)
+    methods = cubes.attr_json(ds, "methods", {}) or {}
+    for label, pair in methods.items():
+        if isinstance(pair, (list, tuple)) and len(pair) == 2 and pair[0] in recs and pair[1] in ests:
+            i, j = recs.index(pair[0]), ests.index(pair[1])
+            labels[i, j] = f"{labels[i, j]}, {label}" if labels[i, j] else str(label)
+    return labels
+
+
+def _plain(values: np.ndarray) -> np.ndarray:
+    """Bytes (netCDF char arrays) as str; everything else unchanged."""
+    if values.dtype.kind == "S" or (values.dtype == object and values.size
+                                    and isinstance(values.flat[0], bytes)):
+        return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v),
+                            otypes=[object])(values)
+    if values.dtype.kind == "U":
+        return values.astype(object)
+    return values
+
+
+def _name(ds: xr.Dataset, src) -> str:
+    return str(src) if not isinstance(src, xr.Dataset) else f"cube {ds.attrs.get('experiment', '?')!r}"
