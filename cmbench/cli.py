@@ -20,6 +20,13 @@ class _Group(click.Group):
         except UserError as exc:
             click.echo(f"cmbench: error: {exc}", err=True)
             sys.exit(2)
+        except OSError as exc:  # a path the user gave that cannot be read or written as asked
+            from .output import USER_ERRNOS, describe
+
+            if exc.errno not in USER_ERRNOS or exc.filename is None:
+                raise
+            click.echo(f"cmbench: error: {exc.filename}: {describe(exc)}", err=True)
+            sys.exit(2)
 
 
 plugin_option = click.option("--plugin", "plugins", multiple=True, metavar="PATH.py|module",

@@ -11,9 +11,10 @@ import importlib.resources
 import os
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import tomllib
 
@@ -32,6 +33,19 @@ REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recov
 METRICS = ("l2", "mahalanobis")
 COMPONENT_LISTS = {"datasets": "datasets", "adversaries": "adversaries",
                    "recoverers": "recoverers", "estimators": "estimators"}
+
+#: Suite, experiment and component labels: they name files and folders (``<out>/<suite>/<experiment>.nc``),
+#: so a label is a plain file name that is the same on every file system: no separator, no leading dot
+#: (hence never ``.`` or ``..``), short enough for temporaries derived from it to fit ``NAME_MAX``.
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+MAX_LABEL = 64
+
+#: Size guard, checked when the suite loads, before anything is allocated. The environment
+#: variables raise (or lower) the limits for one run.
+ENV_MAX_CELLS = "CMBENCH_MAX_CELLS"
+ENV_MAX_GB = "CMBENCH_MAX_GB"
+DEFAULT_MAX_CELLS = 5_000_000
+DEFAULT_MAX_GB = 4.0
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,8 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = ()) -> Suite:
     doc = _parse_toml(path, raw)
     ctx = _Ctx(path)
     _check_keys(ctx, doc, SUITE_KEYS, REQUIRED_SUITE_KEYS, "the suite")
+    check_label(ctx.at("name"), doc["name"], "suite name")
+    limits = size_limits()
     suite_plugins = [_resolve_plugin_path(ctx, p, i) for i, p in enumerate(doc.get("plugins", []))]
     specs = tuple(str(p) for p in plugins) + tuple(suite_plugins)
     try:
@@ -123,9 +139,12 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = ()) -> Suite:
     for i, table in enumerate(experiments):
         if not isinstance(table, dict):
             raise SuiteError(f"{path}: key 'experiment' must be an array of tables ([[experiment]])")
-        parsed.append(_experiment(ctx.at(f"experiment[{i}]"), table, registry, contenders))
+        parsed.append(_experiment(ctx.at(f"experiment[{i}]"), table, registry, contenders, limits))
     names = [e.name for e in parsed]
     _no_duplicates(ctx, "experiment.name", names)
+    _no_duplicates(ctx, "experiment.name (ignoring case, as some file systems do)",
+                   [n.casefold() for n in names])
+    check_size(path, parsed, limits)
     seed = doc.get("seed", 0)
     if seed < 0:
         raise SuiteError(f"{path}: key 'seed': must be a non-negative integer, got {seed}")
@@ -229,8 +248,10 @@ def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
             for kind in ("recoverers", "estimators")}
 
 
-def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict) -> Experiment:
+def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
+                limits: tuple = (DEFAULT_MAX_CELLS, DEFAULT_MAX_GB)) -> Experiment:
     _check_keys(ctx, table, EXPERIMENT_KEYS, REQUIRED_EXPERIMENT_KEYS, "an [[experiment]] table")
+    check_label(ctx.at("name"), table["name"], "experiment name")
     lists = {}
     for key, kind in COMPONENT_LISTS.items():
         entries = [_entry(ctx.at(f"{key}[{i}]"), kind, item, registry)
@@ -241,8 +262,8 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict) ->
         labels = {e.label for e in entries}
         entries += [_entry(ctx, kind, name, registry) for name in contenders.get(kind, ()) if name not in labels]
         lists[key] = tuple(entries)
-    budgets = _budgets(ctx.at("budgets"), table["budgets"])
-    instances = _instances(ctx.at("instances"), table.get("instances", 1))
+    budgets = _budgets(ctx.at("budgets"), table["budgets"], limits[0])
+    instances = _instances(ctx.at("instances"), table.get("instances", 1), limits[0])
     metrics = tuple(table.get("metrics", ["l2"]))
     for i, m in enumerate(metrics):
         if m not in METRICS:
@@ -271,6 +292,10 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
             raise ctx.error(f"'label' must be a non-empty string, got {label!r}")
     else:
         raise ctx.error(f"expected a component name or an inline table, got {item!r}")
+    if label is name:
+        check_label(ctx, label, f"{SINGULAR[kind]} name (used as its label)")
+    else:
+        check_label(ctx.at("label"), label, "label")
     table = registry.kind(kind)
     if name not in table:
         raise ctx.error(f"unknown {SINGULAR[kind]} {name!r}; {choices_hint(name, table)}")
@@ -345,7 +370,7 @@ def _close(key: str, valid) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _budgets(ctx: _Ctx, value: Any) -> tuple:
+def _budgets(ctx: _Ctx, value: Any, max_count: int = DEFAULT_MAX_CELLS) -> tuple:
     if isinstance(value, dict):
         allowed = {"start": (int, float), "stop": (int, float), "step": (int, float)}
         for key in value:
@@ -355,9 +380,17 @@ def _budgets(ctx: _Ctx, value: Any) -> tuple:
         if missing:
             raise ctx.error(f"a budget range needs start, stop and step; missing {', '.join(missing)}")
         start, stop, step = (float(value[k]) for k in ("start", "stop", "step"))
+        for key, v in (("start", start), ("stop", stop), ("step", step)):
+            if not math.isfinite(v):
+                raise ctx.at(key).error(f"must be a finite number, got {v}")
         if step <= 0:
             raise ctx.at("step").error(f"step must be positive, got {step}")
-        count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        span = (stop - start) / step
+        if span + 1 > max_count:  # checked before the list is built
+            raise ctx.at("step").error(
+                f"step {step:g} from {start:g} to {stop:g} gives {math.floor(span) + 1:,} budgets, above the "
+                f"limit of {max_count:,} cells; use a larger step (or set {ENV_MAX_CELLS} to raise the limit)")
+        count = int(math.floor(span + 1e-9)) + 1
         value = [round(start + i * step, 12) for i in range(max(count, 0))]
     budgets = []
     for i, b in enumerate(value):
@@ -372,10 +405,13 @@ def _budgets(ctx: _Ctx, value: Any) -> tuple:
     return tuple(budgets)
 
 
-def _instances(ctx: _Ctx, value: Any) -> tuple:
+def _instances(ctx: _Ctx, value: Any, max_count: int = DEFAULT_MAX_CELLS) -> tuple:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise ctx.error(f"the number of instances must be at least 1, got {value}")
+        if value > max_count:  # checked before the range is built
+            raise ctx.error(f"{value:,} instances is above the limit of {max_count:,} cells "
+                            f"(set {ENV_MAX_CELLS} to raise the limit)")
         return tuple(range(value))
     items = list(value)
     if not items:
@@ -437,3 +473,97 @@ def _no_duplicates(ctx: _Ctx, what: str, values: Sequence) -> None:
         if v in seen:
             raise ctx.error(f"duplicate {what} {v!r}")
         seen.add(v)
+
+
+def check_label(ctx: _Ctx, value: Any, what: str) -> str:
+    """A suite, experiment or component label: a portable file name, never a path.
+
+    Raises
+    ------
+    SuiteError
+        Not a string, too long, or with characters outside letters, digits and
+        ``. _ + -`` (a path separator, a leading dot, ``..``); names the key.
+    """
+    if not isinstance(value, str):
+        raise ctx.error(f"the {what} must be a string, got {value!r}")
+    if len(value) > MAX_LABEL:
+        raise ctx.error(f"the {what} is {len(value)} characters long; at most {MAX_LABEL} are allowed "
+                        "(it names files)")
+    if not LABEL_PATTERN.fullmatch(value):
+        raise ctx.error(f"the {what} {value!r} is not a plain label: use letters, digits and . _ + - "
+                        "(starting with a letter or digit); it names files, so it may hold no path")
+    return value
+
+
+def size_limits() -> tuple[int, float]:
+    """``(max cells, max GB per data array)`` from the environment, else the defaults.
+
+    Raises
+    ------
+    UserError
+        A limit that is not a positive number; names the variable.
+    """
+    out = []
+    for var, default, kind in ((ENV_MAX_CELLS, DEFAULT_MAX_CELLS, int), (ENV_MAX_GB, DEFAULT_MAX_GB, float)):
+        text = os.environ.get(var, "").strip()
+        if not text:
+            out.append(default)
+            continue
+        try:
+            value = kind(float(text)) if kind is int else float(text)
+        except ValueError:
+            value = float("nan")
+        if not (math.isfinite(value) and value > 0):
+            raise SuiteError(f"environment variable {var}={text!r}: expected a positive number")
+        out.append(value)
+    return out[0], out[1]
+
+
+def _data_size(entry: Entry) -> Optional[tuple[int, int]]:
+    """The (N, n) a data set entry will load, as far as its parameters tell before loading.
+
+    ``N`` is the conventional sample-size parameter and ``blocks`` the synthetic
+    structure's ``[rows, cols]`` pairs; otherwise the declared nominal shape.
+    """
+    shape = getattr(entry.decl, "shape", None)
+    N = entry.params.get("N")
+    N = N if isinstance(N, int) and not isinstance(N, bool) else (shape[0] if shape else None)
+    n = shape[1] if shape else None
+    blocks = entry.params.get("blocks")
+    try:
+        n = sum(int(rows) for rows, _ in blocks) if blocks is not None else n
+    except (TypeError, ValueError):
+        pass
+    return (N, n) if N and n else None
+
+
+def check_size(path: Path, experiments: Sequence[Experiment], limits: tuple) -> None:
+    """Refuse a suite whose grid or data would not fit, before anything is allocated.
+
+    Raises
+    ------
+    SuiteError
+        More cells than the limit, or a data set larger than the memory limit;
+        the message gives the size and how to raise the limit.
+    """
+    max_cells, max_gb = limits
+    sizes = []
+    for exp in experiments:
+        dims = [len(getattr(exp, k)) for k in ("datasets", "instances", "adversaries", "budgets",
+                                                "recoverers", "estimators")]
+        sizes.append((exp.name, math.prod(dims), dims))
+        for ds in exp.datasets:
+            shape = _data_size(ds)
+            gb = shape[0] * shape[1] * 8 / 1e9 if shape else 0.0
+            if gb > max_gb:
+                raise SuiteError(
+                    f"{path}: experiment {exp.name!r}: data set {ds.label!r} would hold {shape[0]:,} x "
+                    f"{shape[1]:,} values ({gb:,.1f} GB per array), above the limit of {max_gb:g} GB; "
+                    f"make it smaller or set {ENV_MAX_GB} to raise the limit")
+    total = sum(n for _, n, _ in sizes)
+    if total > max_cells:
+        name, n, dims = max(sizes, key=lambda t: t[1])
+        raise SuiteError(
+            f"{path}: the suite has {total:,} cells, above the limit of {max_cells:,}; the largest experiment, "
+            f"{name!r}, has {n:,} = {' x '.join(map(str, dims))} (data sets x instances x adversaries x "
+            f"budgets x recoverers x estimators); shrink the grid or set {ENV_MAX_CELLS} to raise the limit")

@@ -35,6 +35,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from .. import __version__
 from ..errors import UserError
+from ..output import writable_folder
 from . import figures, stress, tables
 from .figures import Page
 from .load import Cube, load_cube, load_cubes
@@ -69,17 +70,18 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         A cube cannot be read or lacks a dimension, variable or label; the
         message names the file.
     """
-    loaded = load_cubes(list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset))
-                        else [cubes])
-    base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
+    cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset)) else [cubes]
     out = Path(out)
+    refuse_overwriting_inputs(out, [*cubes, baseline])
+    loaded = load_cubes(cubes)
+    base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
     if title is None:
         suites = sorted({str(c.attrs.get("suite", "")) for c in loaded} - {""})
         title = "cmbench report" + (f": {', '.join(suites)}" if suites else "")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    writable_folder(out.parent, "report folder")
     png = Path(png_dir) if png_dir is not None else None
     if png is not None:
-        png.mkdir(parents=True, exist_ok=True)
+        writable_folder(png, "PNG folder")
 
     fd, tmp = tempfile.mkstemp(suffix=".pdf.part", dir=out.parent)
     os.close(fd)
@@ -92,6 +94,21 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         Path(tmp).unlink(missing_ok=True)
         raise
     return out
+
+
+def refuse_overwriting_inputs(out: Path, inputs: Sequence) -> None:
+    """A report never replaces the cubes it is drawn from (``report X.nc -o X.nc``).
+
+    Raises
+    ------
+    UserError
+        ``out`` is one of the input files (the same path, or a link to it).
+    """
+    if not out.exists():
+        return  # an input must exist to be read
+    for item in inputs:
+        if isinstance(item, (str, os.PathLike)) and Path(item).exists() and os.path.samefile(item, out):
+            raise UserError(f"refusing to write the report over its input {item}; choose another -o")
 
 
 def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = None

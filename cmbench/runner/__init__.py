@@ -1,6 +1,7 @@
 """The suite runner: sweep an experiment grid in staged units, persist, resume, assemble cubes."""
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from tqdm import tqdm
 
 from .. import cube as cubes
 from ..errors import UserError
+from ..output import inside, writable_folder
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
 from .store import Store
@@ -70,10 +72,11 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     suite = load_suite(name_or_path, plugins)
     if workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
-    if timeout is not None and timeout <= 0:
-        raise UserError(f"--timeout must be positive, got {timeout}")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
     check_data_files(suite)
-    root = Path(out) / suite.name
+    root = inside(out, Path(out) / suite.name)
+    writable_folder(root, "output folder")
     store = Store(root, suite)
     store.lock()
     try:
@@ -84,14 +87,15 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         written = {}
         for exp in suite.experiments:
             ds = assemble(suite, exp, results[exp.name], timeout)
-            cubes.save(ds, root / f"{exp.name}.nc")
+            cubes.save(ds, inside(root, root / f"{exp.name}.nc"))
             written[exp.name] = ds
     finally:
         store.unlock()
     if report:
         from ..report import write_report
 
-        write_report([root / f"{e.name}.nc" for e in suite.experiments], Path(out) / f"{suite.name}.pdf")
+        write_report([root / f"{e.name}.nc" for e in suite.experiments],
+                     inside(out, Path(out) / f"{suite.name}.pdf"))
     return written
 
 

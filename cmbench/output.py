@@ -1,0 +1,76 @@
+"""Output paths: checked before anything is written, and kept inside the output folder.
+
+Everything `cmbench suite` writes lives under ``--out``; a file-system problem
+with an output path (a read-only file system, a file where a folder should be,
+a name too long) is the user's to fix, so it becomes a one-line `UserError`
+instead of a traceback halfway through a sweep.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import UserError
+
+#: errno values that mean "this path cannot be written as asked": the user's to fix.
+USER_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT", "ENOTDIR", "EISDIR", "EEXIST", "ENAMETOOLONG",
+    "ENOENT", "ELOOP", "EMLINK") if hasattr(errno, name))
+
+
+def describe(exc: OSError) -> str:
+    """'reason' of an OSError without the repeated path: ``[Errno 30] ...`` -> ``read-only file system``."""
+    reason = exc.strerror or str(exc)
+    return reason[:1].lower() + reason[1:]
+
+
+def writable_folder(path: str | os.PathLike, what: str) -> Path:
+    """Make ``path`` a folder (parents too) and prove it can hold a new file.
+
+    Parameters
+    ----------
+    path : the folder.
+    what : what it is for, in the error message (e.g. ``"output folder"``).
+
+    Returns
+    -------
+    The folder, as a `Path`.
+
+    Raises
+    ------
+    UserError
+        A file is in the way, the file system is read-only or full, the name is
+        too long, or permission is denied; the message names the path.
+    """
+    path = Path(path)
+    for parent in (path, *path.parents):
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise UserError(f"cannot use {path} as the {what}: {parent} is a file, not a folder")
+            break
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".cmbench-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.errno not in USER_ERRNOS:
+            raise
+        raise UserError(f"cannot write the {what} {path}: {describe(exc)}") from None
+    return path
+
+
+def inside(root: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """``path``, after checking that it resolves inside ``root`` (no ``..`` or symlink escape).
+
+    Raises
+    ------
+    UserError
+        ``path`` would land outside ``root``.
+    """
+    root_r, path_r = Path(root).resolve(), Path(path).resolve()
+    if path_r != root_r and root_r not in path_r.parents:
+        raise UserError(f"refusing to write {path}: it is outside the output folder {root}")
+    return Path(path)

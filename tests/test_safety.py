@@ -1,0 +1,312 @@
+"""Hostile but realistic input: nothing escapes ``--out``, nothing floods the machine, no traceback.
+
+One section per defect found by probing cmbench as a careless or hostile user
+would; each test is named for what it tries. Tests that run cmbench check that
+nothing was written outside ``--out``: every file under the test's folder,
+outside ``--out``, is listed before and after (`nothing_written_outside`).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from cmbench.cli import main
+from cmbench.errors import SuiteError
+from cmbench.runner import run_suite
+from cmbench.suite import load_suite
+
+
+# ====================================================================== helpers
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+GOOD = """\
+name = "s"
+seed = 3
+[[experiment]]
+name = "e"
+datasets = [{name = "synthetic-gaussian", N = 60}]
+instances = 1
+adversaries = ["hide-smallest"]
+budgets = [0.0, 0.2]
+recoverers = ["none"]
+estimators = ["mean", "cmedian"]
+metrics = ["l2"]
+"""
+
+
+def suite_file(tmp_path: Path, old: str = "", new: str = "", name: str = "suite.toml") -> Path:
+    assert old in GOOD, old
+    return write(tmp_path / "in" / name, GOOD.replace(old, new, 1))
+
+
+def listing(root: Path, skip: Path | None = None) -> set[str]:
+    """Every path under ``root`` (files and folders), except ``skip`` and what is below it."""
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if skip is not None and (here == skip or skip in here.parents):
+            continue
+        out.update(str(here / n) for n in dirnames + filenames
+                   if skip is None or here / n != skip)
+    return out
+
+
+@contextlib.contextmanager
+def nothing_written_outside(root: Path, out: Path):
+    """Fail if anything under ``root``, outside ``out``, appears, vanishes or changes."""
+    def state():
+        return {p: os.stat(p).st_mtime_ns for p in listing(root, out) if not Path(p).is_dir()} | \
+            {p: None for p in listing(root, out) if Path(p).is_dir()}
+
+    before = state()
+    yield
+    after = state()
+    assert after == before, (f"written outside {out}: added {sorted(set(after) - set(before))}, "
+                             f"removed {sorted(set(before) - set(after))}, changed "
+                             f"{sorted(p for p in before.keys() & after.keys() if before[p] != after[p])}")
+
+
+def cli(*args) -> tuple[int, str]:
+    """The `cmbench` click command in-process: (exit code, stderr); an escaping exception fails."""
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # on the real CLI, a traceback
+    return result.exit_code, result.stderr
+
+
+def cli_process(*args, memory_gb: float = 3.0, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The real command line in a fresh interpreter whose address space is capped.
+
+    The cap turns a runaway allocation (the defect these tests guard against)
+    into a quick failure instead of a machine brought to its knees.
+    """
+    limit = int(memory_gb * 2**30)
+    return subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+
+
+def assert_user_error(code: int, stderr: str, *needles: str) -> str:
+    """Exit 2 and exactly one line 'cmbench: error: ...' holding every needle."""
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert code == 2, f"exit {code}: {stderr}"
+    assert len(lines) == 1, f"expected one line, got:\n{stderr}"
+    assert lines[0].startswith("cmbench: error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], f"{needle!r} not in: {lines[0]}"
+    return lines[0]
+
+
+@pytest.fixture
+def out(tmp_path) -> Path:
+    """``--out``, two levels below the test folder so that an escape by ``../..`` stays visible."""
+    return tmp_path / "work" / "deep" / "out"
+
+
+# ============================================ names are labels, never paths
+
+def test_experiment_named_dot_dot_escape_is_refused_and_nothing_is_written_outside_out(tmp_path, out):
+    path = suite_file(tmp_path, 'name = "e"', 'name = "../../escape"')
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, str(path), "experiment[0].name", "../../escape")
+
+
+def test_suite_named_by_an_absolute_path_is_refused(tmp_path, out):
+    target = tmp_path / "elsewhere"
+    (target / ".cache").mkdir(parents=True)
+    precious = target / ".cache" / "precious.json"
+    precious.write_text("{}")
+    path = suite_file(tmp_path, 'name = "s"', f'name = "{target}"')
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report", "--no-resume")
+    assert_user_error(code, err, "'name'", "suite name")
+    assert precious.exists()
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ('name = "e"', 'name = "./e"', "experiment[0].name"),
+    ('name = "e"', 'name = ".."', "experiment[0].name"),
+    ('name = "e"', 'name = "a\\\\b"', "experiment[0].name"),
+    ('name = "s"', 'name = ".hidden"', "'name'"),
+    ('name = "s"', 'name = ""', "'name'"),
+    ('recoverers = ["none"]', 'recoverers = [{name = "none", label = "x/y"}]', "recoverers[0].label"),
+    ('estimators = ["mean", "cmedian"]', 'estimators = ["mean", {name = "cmedian", label = ".."}]',
+     "estimators[1].label"),
+])
+def test_labels_with_separators_or_leading_dots_are_refused_at_load(tmp_path, old, new, key):
+    with pytest.raises(SuiteError, match="plain label|must be a string") as info:
+        load_suite(suite_file(tmp_path, old, new))
+    assert key in str(info.value)
+
+
+def test_two_experiments_that_write_one_file_are_refused(tmp_path, out):
+    second = GOOD[GOOD.index("[[experiment]]"):]
+    path = write(tmp_path / "in" / "twins.toml", GOOD + second.replace('name = "e"', 'name = "./e"'))
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, "experiment[1].name")
+    path = write(tmp_path / "in" / "case.toml", GOOD + second.replace('name = "e"', 'name = "E"'))
+    with pytest.raises(SuiteError, match="duplicate experiment.name .*ignoring case"):
+        load_suite(path)
+
+
+def test_name_longer_than_the_file_system_allows_exits_2(tmp_path, out):
+    path = suite_file(tmp_path, 'name = "e"', f'name = "{"e" * 300}"')
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, "experiment[0].name", "300 characters")
+
+
+def test_out_folder_name_longer_than_the_file_system_allows_exits_2(tmp_path):
+    out, path = tmp_path / ("o" * 300), suite_file(tmp_path)
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, "file name too long")
+
+
+# ================================================ size guard before allocation
+
+def test_a_billion_instances_is_refused_before_allocation(tmp_path, out):
+    path = suite_file(tmp_path, "instances = 1", "instances = 1000000000")
+    with nothing_written_outside(tmp_path, out):
+        proc = cli_process("suite", path, "--out", out, "--no-report")
+    assert_user_error(proc.returncode, proc.stderr, "1,000,000,000 instances", "CMBENCH_MAX_CELLS")
+
+
+def test_budget_range_with_a_tiny_step_is_refused_before_it_grows(tmp_path, out):
+    path = suite_file(tmp_path, "budgets = [0.0, 0.2]", "budgets = {start = 0, stop = 1, step = 1e-12}")
+    with nothing_written_outside(tmp_path, out):
+        proc = cli_process("suite", path, "--out", out, "--no-report")
+    assert_user_error(proc.returncode, proc.stderr, "budgets.step", "1,000,000,000,001 budgets",
+                      "CMBENCH_MAX_CELLS")
+
+
+def test_grid_above_the_cell_limit_says_how_big_and_how_to_raise_the_limit(tmp_path, out, monkeypatch):
+    path = suite_file(tmp_path, "instances = 1", "instances = 3")  # 1 x 3 x 1 x 2 x 1 x 2 = 12 cells
+    monkeypatch.setenv("CMBENCH_MAX_CELLS", "11")
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, "12 cells", "limit of 11", "1 x 3 x 1 x 2 x 1 x 2", "CMBENCH_MAX_CELLS")
+    assert not out.exists()
+    monkeypatch.setenv("CMBENCH_MAX_CELLS", "12")
+    assert load_suite(path).experiments[0].instances == (0, 1, 2)
+
+
+def test_data_set_too_large_for_memory_is_refused_at_load(tmp_path, out):
+    path = suite_file(tmp_path, "N = 60", "N = 1000000000")
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, "1,000,000,000 x 16", "GB", "CMBENCH_MAX_GB")
+
+
+# ===================================== file-system and number errors: one line, exit 2
+
+def test_out_where_the_suite_folder_is_a_file_exits_2(tmp_path, out):
+    out.mkdir(parents=True)
+    (out / "s").write_text("not a folder")
+    path = suite_file(tmp_path)
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, str(out / "s"), "is a file")
+
+
+def test_out_under_a_file_exits_2(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file")
+    out = blocker / "out"
+    path = suite_file(tmp_path)
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, str(blocker), "is a file")
+
+
+def _read_only_folder() -> Path | None:
+    """A folder on a file system this process cannot write (sysfs), if there is one."""
+    for candidate in (Path("/sys/fs"), Path("/proc/sys")):
+        try:
+            (candidate / "cmbench-probe").mkdir()
+        except OSError:
+            if candidate.is_dir():
+                return candidate
+        else:  # pragma: no cover - writable after all
+            (candidate / "cmbench-probe").rmdir()
+    return None
+
+
+@pytest.mark.skipif(_read_only_folder() is None, reason="no read-only file system to write into")
+def test_out_on_a_read_only_file_system_exits_2(tmp_path):
+    out = _read_only_folder() / "cmbench-out"
+    code, err = cli("suite", suite_file(tmp_path), "--out", out, "--no-report")
+    assert_user_error(code, err, str(out))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("budgets, key", [
+    ("{start = nan, stop = 0.5, step = 0.1}", "budgets.start"),
+    ("{start = 0.0, stop = inf, step = 0.1}", "budgets.stop"),
+    ("{start = 0.0, stop = 0.5, step = inf}", "budgets.step"),
+    ("{start = 0.0, stop = 0.5, step = nan}", "budgets.step"),
+    ("[0.0, nan]", "budgets.[1]"),
+])
+def test_budget_range_with_nan_or_inf_exits_2(tmp_path, out, budgets, key):
+    path = suite_file(tmp_path, "budgets = [0.0, 0.2]", f"budgets = {budgets}")
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, key)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_timeout_that_is_not_a_finite_number_exits_2(tmp_path, out, value):
+    path = suite_file(tmp_path)
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report", "--timeout", value)
+    assert_user_error(code, err, "--timeout", value)
+
+
+# ============================================================== report outputs
+
+@pytest.fixture(scope="module")
+def cube(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cube")
+    run_suite(suite_file(folder), out=folder / "out", report=False)
+    return folder / "out" / "s" / "e.nc"
+
+
+def test_report_over_its_input_cube_is_refused(cube):
+    before = cube.read_bytes()
+    code, err = cli("report", cube, "-o", cube)
+    assert_user_error(code, err, str(cube), "input")
+    assert cube.read_bytes() == before
+
+
+def test_report_over_its_baseline_through_another_path_is_refused(cube, tmp_path):
+    link = tmp_path / "link.nc"
+    link.symlink_to(cube)
+    before = cube.read_bytes()
+    code, err = cli("report", cube, "--baseline", link, "-o", cube.parent / ".." / "s" / "e.nc")
+    assert_user_error(code, err, "input")
+    assert cube.read_bytes() == before
+
+
+def test_report_output_under_a_file_exits_2(cube, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file")
+    with nothing_written_outside(tmp_path, tmp_path / "none"):
+        code, err = cli("report", cube, "-o", blocker / "r.pdf")
+    assert_user_error(code, err, str(blocker), "is a file")
