@@ -1,17 +1,22 @@
 """Simple baselines the benchmarks time the fast kernels against."""
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 
-def hard_impute(X: np.ndarray, rank: int, *, tol: float = 1e-10, max_iter: int = 1000):
-    """Textbook hard-impute (Mazumder, Hastie & Tibshirani 2010, hard-thresholded).
+def ithsvd_svd_loop(X: np.ndarray, rank: int, *, tol: float = 1e-6, max_iter: int = 100,
+                    iterates: Optional[list] = None):
+    """The supplementary's ITHSVD, written plainly with ``np.linalg.svd``.
 
-    Fill the missing entries with the column medians, then repeat: a full thin
-    SVD of the filled matrix (``np.linalg.svd(full_matrices=False)``), its
-    rank-k reconstruction, the missing entries replaced from it; stop when the
-    filled matrix changes by less than ``tol`` relative to its norm, or after
-    ``max_iter`` iterations.
+    Fill the missing entries with the column medians of the visible ones,
+    then repeat: a full thin SVD of the filled matrix, its rank-``rank``
+    reconstruction copied into the missing entries; stop after the first
+    iteration whose change over the missing entries is at most ``tol``
+    times their norm before the copy, or after ``max_iter`` iterations.
+    With ``iterates`` (a list), a copy of the filled matrix is appended
+    after every iteration.
 
     Returns
     -------
@@ -24,9 +29,11 @@ def hard_impute(X: np.ndarray, rank: int, *, tol: float = 1e-10, max_iter: int =
     for it in range(1, max_iter + 1):
         U, s, Vt = np.linalg.svd(Z, full_matrices=False)
         low = (U[:, :rank] * s[:rank]) @ Vt[:rank]
-        change = np.linalg.norm(low[mask] - Z[mask])
-        Z[mask] = low[mask]
-        if change <= tol * np.linalg.norm(Z):
+        old, new = Z[mask], low[mask]
+        Z[mask] = new
+        if iterates is not None:
+            iterates.append(Z.copy())
+        if np.linalg.norm(new - old) <= tol * np.linalg.norm(old):
             converged = True
             break
     return Z, {"converged": converged, "iterations": it}

@@ -31,7 +31,7 @@ from . import __version__, hookspecs
 from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Recoverer
 from .errors import PluginError
 
-BUILTIN_MODULES = ("adversaries", "recoverers", "estimators", "datasets", "peers", "worstcase")
+BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase")
 KINDS = {
     "adversaries": (Adversary, "register_adversaries"),
     "recoverers": (Recoverer, "register_recoverers"),

@@ -15,6 +15,7 @@ import pytest
 import cmbench
 from cmbench import theory
 from cmbench.builtins import peers
+from cmbench.builtins import batched
 from cmbench.builtins import recoverers as rec
 from cmbench.plugins import check_signature
 
@@ -92,6 +93,7 @@ def call(name, X, *, structure=None, rank=None, seed=0, **params):
 def test_declarations_fit_the_contract():
     decls = {d.name: d for d in rec.register_recoverers()}
     assert set(decls) == {"none", "exact", "ithsvd", "randomized", "basis-pursuit", "omp"}
+    assert decls["ithsvd"].params == {"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median"}
     assert decls["none"].modes == ("missing", "replace") and not decls["none"].needs_structure
     assert decls["exact"].modes == ("missing",) and decls["exact"].needs_structure
     assert decls["ithsvd"].modes == ("missing",) and not decls["ithsvd"].needs_structure
@@ -167,54 +169,104 @@ def test_exact_pattern_batching_equals_per_row_lstsq():
 
 
 # --------------------------------------------------------------------------- #
-# ithsvd (Two-Step-M)
+# ithsvd (Two-Step-M, the supplementary's iteration)
 # --------------------------------------------------------------------------- #
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_ithsvd_recovers_what_exact_recovers_on_the_synthetic_data(seed):
-    A = block_structure(seed)
-    X = sample(A, 1000, seed=10 + seed)
-    Xm = hide_smallest(X, 0.05)
-    known = call("exact", Xm, structure=A)
-    rows = ~np.isnan(known).any(axis=1)
-    assert rows.mean() > 0.95
-    Y, info = rec.ithsvd(Xm, rng=np.random.default_rng(0), structure=None, rank=8)
-    assert info["converged"] and info["iterations"] > 1
-    err = np.linalg.norm(Y[rows] - X[rows]) / np.linalg.norm(X[rows])
-    assert err < 1e-6
-    assert not np.isnan(Y).any()
+ithsvd_svd_loop = baselines.ithsvd_svd_loop
 
 
-def test_ithsvd_stays_near_the_data_when_only_roughly_low_rank():
-    # Noisy low-rank data, 20% hidden per column: regularised completion beats
-    # ignoring the missing entries and fills nothing far outside the data.
-    rng = np.random.default_rng(7)
-    A = block_structure(seed=3)
-    X = sample(A, 800, seed=8)
-    X = X + 0.3 * X.std(axis=0) * rng.normal(size=X.shape)
-    Xm = hide_smallest(X, 0.2)
-    Y, info = rec.ithsvd(Xm, rng=rng, structure=None, rank=8)
-    assert info["converged"]
-    mu = X.mean(axis=0)
-    assert np.linalg.norm(Y.mean(axis=0) - mu) < 0.5 * np.linalg.norm(np.nanmean(Xm, axis=0) - mu)
-    span = X.max(axis=0) - X.min(axis=0)
-    assert (np.abs(Y - X.mean(axis=0)) <= span).all()
+def _small_cases():
+    """Small data for iterate-by-iterate checks: exactly low rank, noisy, random masks."""
+    rng = np.random.default_rng(40)
+    A = block_structure(seed=8)
+    X = sample(A, 150, seed=41)
+    noisy = X + 0.2 * X.std(axis=0) * rng.normal(size=X.shape)
+    mcar = np.where(rng.random(X.shape) < 0.15, np.nan, noisy)
+    return [("low-rank", hide_smallest(X, 0.1), 8), ("noisy", hide_smallest(noisy, 0.25), 8),
+            ("mcar", mcar, 5)]
+
+
+@pytest.mark.parametrize("case", _small_cases(), ids=lambda c: c[0])
+def test_ithsvd_iterates_are_the_plain_svd_loop(case):
+    _, Xm, rank = case
+    ref = []
+    ithsvd_svd_loop(Xm, rank, tol=0.0, max_iter=40, iterates=ref)
+    state = rec._HardImpute(Xm, rank, "exact", np.random.default_rng(0))
+    for it, Z in enumerate(ref, 1):
+        state.step()
+        got = state.result(Xm)
+        diff = np.linalg.norm(got - Z) / np.linalg.norm(Z)
+        assert diff <= 1e-9, f"iteration {it}: relative difference {diff:.1e}"
+    visible = ~np.isnan(Xm)
+    assert np.array_equal(got[visible], Xm[visible])
+
+
+@pytest.mark.parametrize("case", _small_cases(), ids=lambda c: c[0])
+def test_ithsvd_stops_where_the_plain_loop_stops(case):
+    # The stopping rule: the first iteration whose change over the missing
+    # entries is at most tol times their norm before it.
+    _, Xm, rank = case
+    for tol, max_iter in [(1e-3, 500), (1e-6, 30)]:
+        ref, ref_info = ithsvd_svd_loop(Xm, rank, tol=tol, max_iter=max_iter)
+        Y, info = rec.ithsvd(Xm, rng=np.random.default_rng(0), rank=rank, tol=tol, max_iter=max_iter)
+        assert info == ref_info
+        assert np.linalg.norm(Y - ref) <= 1e-9 * np.linalg.norm(ref)
+
+
+def test_ithsvd_randomized_svd_follows_the_exact_iteration():
+    # A sketch narrower than n (rank 3 + 10 < 40) with power iterations finds
+    # the top subspace of a matrix with a clear gap; the iterates agree.
+    rng = np.random.default_rng(42)
+    A = rng.normal(size=(40, 3))
+    X = sample(A, 300, seed=43) + 0.01 * rng.normal(size=(300, 40))
+    Xm = hide_smallest(X, 0.1)
+    exact_fill, info = rec.ithsvd(Xm, rng=np.random.default_rng(1), rank=3, max_iter=50)
+    fast, info_r = rec.ithsvd(Xm, rng=np.random.default_rng(1), rank=3, max_iter=50, svd="randomized")
+    again, _ = rec.ithsvd(Xm, rng=np.random.default_rng(1), rank=3, max_iter=50, svd="randomized")
+    assert np.array_equal(fast, again)  # seeded from rng
+    assert abs(info_r["iterations"] - info["iterations"]) <= 1
+    assert np.linalg.norm(fast - exact_fill) <= 1e-6 * np.linalg.norm(exact_fill)
 
 
 def test_ithsvd_edge_cases():
     A = block_structure()
     X = sample(A, 200, seed=9)
     Xm = hide_smallest(X, 0.05)
-    Xm[5] = np.nan
-    Y, _ = rec.ithsvd(Xm, rng=None, structure=None, rank=8)
-    assert np.isnan(Y[5]).all() and not np.isnan(np.delete(Y, 5, axis=0)).any()
+    Xm[5] = np.nan  # the plain iteration fills an all-missing row too (the median row's projection)
+    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=20)
+    assert not np.isnan(Y).any() and info == {"converged": False, "iterations": 20}
+    ref, _ = ithsvd_svd_loop(Xm, 8, max_iter=20)
+    assert np.linalg.norm(Y - ref) <= 1e-9 * np.linalg.norm(ref)
+    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=16)  # full rank: the projection is the identity
+    assert info == {"converged": True, "iterations": 1}
     Xm[:, 3] = np.nan
     with pytest.raises(cmbench.Undefined, match="column"):
         rec.ithsvd(Xm, rng=None, structure=None, rank=8)
     with pytest.raises(cmbench.NotApplicable, match="rank"):
         rec.ithsvd(Xm, rng=None, structure=None, rank=None)
+    for bad in [dict(rank=0), dict(rank=17), dict(rank=8, svd="lanczos"), dict(rank=8, init="zero")]:
+        with pytest.raises(ValueError):
+            rec.ithsvd(hide_smallest(X, 0.05), rng=None, structure=None, **bad)
     Y, info = rec.ithsvd(X, rng=None, structure=None, rank=8)  # nothing missing
     assert np.array_equal(Y, X) and info == {"converged": True, "iterations": 0}
+
+
+def test_ithsvd_with_no_iteration_returns_the_median_start():
+    X = sample(block_structure(), 200, seed=9)
+    Xm = hide_smallest(X, 0.1)
+    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=0)
+    assert info == {"converged": False, "iterations": 0}
+    hidden = np.isnan(Xm)
+    np.testing.assert_array_equal(Y, np.where(hidden, np.nanmedian(Xm, axis=0), Xm))
+
+
+def test_ithsvd_chunks_do_not_change_the_iterates(monkeypatch):
+    Xm = hide_smallest(sample(block_structure(seed=5), 600, seed=33), 0.3)
+    whole, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=30)
+    monkeypatch.setattr(batched, "PASS_ELEMENTS", 16 * 37)
+    chunked, info2 = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=30)
+    assert info == info2
+    assert np.linalg.norm(chunked - whole) <= 1e-9 * np.linalg.norm(whole)
 
 
 # --------------------------------------------------------------------------- #
@@ -340,16 +392,6 @@ def test_peers_without_scikit_learn(monkeypatch):
             d.fn(np.array([[1.0, np.nan], [2.0, 3.0]]), rng=None, structure=None, rank=None, **d.params)
 
 
-def test_ithsvd_with_no_pass_returns_the_median_start():
-    X = sample(block_structure(), 200, seed=9)
-    Xm = hide_smallest(X, 0.1)
-    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=0)
-    assert info == {"converged": False, "iterations": 0}
-    hidden = np.isnan(Xm)
-    np.testing.assert_array_equal(Y[~hidden], X[~hidden])
-    np.testing.assert_array_equal(Y, np.where(hidden, np.nanmedian(Xm, axis=0), Xm))
-
-
 # --------------------------------------------------------------------------- #
 # fast kernels give the simple kernels' results (benchmarks/run.py times them)
 # --------------------------------------------------------------------------- #
@@ -366,14 +408,14 @@ def test_batched_psd_solve_matches_pinv(m, rank):
     rng = np.random.default_rng(m * 10 + rank)
     G = _rank_deficient_psd(rng, m, 200, rank)
     b = np.einsum("rij,rj->ri", G, rng.normal(size=(200, m)))  # consistent right-hand sides
-    L, skip = rec._psd_factor(np.ascontiguousarray(G.transpose(1, 2, 0)), 1e-12)
-    x = rec._psd_solve(L, skip, np.ascontiguousarray(b.T))
+    L, skip = batched.psd_factor(np.ascontiguousarray(G.transpose(1, 2, 0)), 1e-12)
+    x = batched.psd_solve(L, skip, np.ascontiguousarray(b.T))
     found = skip.sum(axis=0) == m - rank
     # Unpivoted Cholesky finds the dependent columns unless a leading block is
-    # itself ill-conditioned (rare for random factors; ithsvd sends such rows
-    # to its k side).
+    # itself ill-conditioned (rare for random factors; ppca-impute sends such
+    # rows to its k side).
     assert found.mean() > 0.95
-    basis = rec._null_basis(L, skip)
+    basis = batched.null_basis(L, skip)
     for q in basis:
         x -= q * np.einsum("kr,kr->r", q, x)
     ref = np.einsum("rij,rj->ri", np.linalg.pinv(G, rcond=1e-10, hermitian=True), b)
@@ -384,125 +426,3 @@ def test_batched_psd_solve_matches_pinv(m, rank):
         assert np.abs(np.einsum("rkj,jr->kr", G, q)).max() < 1e-6 * np.abs(G).max()
 
 
-def _ridge_ops(B, visible, lam, rcond=1e-6):
-    """The simple per-pattern operator of the reference ithsvd (one eigh per pattern)."""
-    G = np.matmul((visible[:, :, None] * B[None]).transpose(0, 2, 1), B)
-    gamma, Q = np.linalg.eigh(G)
-    seen = gamma > (rcond * np.linalg.norm(B, 2)) ** 2
-    filt = np.where(seen, 1.0 / np.where(seen, gamma + lam, 1.0), 0.0)
-    Qt = Q.transpose(0, 2, 1)
-    return np.concatenate([np.matmul(Q * seen[:, None, :], Qt), np.matmul(Q * filt[:, None, :], Qt)], axis=2)
-
-
-def reference_ithsvd(X, rank, tol=1e-10, max_iter=1000, shrink=1.0):
-    """The textbook form of ithsvd: per iteration, eigh of the covariance of the
-    filled rows, then per missing pattern the k x k ridge of the docstring."""
-    mask = np.isnan(X)
-    out = X.copy()
-    live = ~mask.all(axis=1)
-    ref = np.nanmedian(X[live], axis=0)
-    partial = live & mask.any(axis=1)
-    Yc = X[live & ~partial] - ref
-    S0, s0, n_live = Yc.T @ Yc, Yc.sum(axis=0), int(live.sum())
-    Mp = mask[partial]
-    Y = np.where(Mp, 0.0, X[partial] - ref)
-    patterns, inverse = rec._patterns(Mp)
-    visible = (~patterns).astype(float)
-    k, n = rank, X.shape[1]
-    for it in range(1, max_iter + 1):
-        m = (s0 + Y.sum(axis=0)) / n_live
-        C = (S0 + Y.T @ Y) / n_live - np.outer(m, m)
-        evals, V = np.linalg.eigh(C)
-        evals, U = evals[::-1], V[:, ::-1][:, :k]
-        s2 = max(float(evals[k:].mean()), 0.0) if k < n else 0.0
-        ell = np.maximum(evals[:k] - s2, 1e-12 * max(float(evals.clip(min=0).sum()), 1e-300))
-        B = U * np.sqrt(ell)
-        D = Y - m
-        W0 = D @ U / np.sqrt(ell)
-        r0 = np.where(Mp, 0.0, D - W0 @ B.T)
-        W = rec._apply_per_row(_ridge_ops(B, visible, shrink * s2), inverse,
-                               np.hstack([W0, r0 @ B - shrink * s2 * W0]))
-        new = m + W @ B.T
-        change = np.linalg.norm((new - Y)[Mp])
-        Y[Mp] = new[Mp]
-        if change <= tol * np.linalg.norm((Y - m)[Mp]):
-            break
-    out[partial] = np.where(Mp, Y + ref, X[partial])
-    return out, it
-
-
-@pytest.mark.parametrize("frac,noise", [(0.1, 0.0), (0.2, 0.0), (0.25, 0.3)])
-def test_ithsvd_matches_the_textbook_iteration(frac, noise):
-    # Same iterates (m-side, k-side and the undetermined directions), so the
-    # same iteration count and the same result to rounding.
-    rng = np.random.default_rng(31)
-    A = block_structure(seed=4)
-    X = sample(A, 400, seed=32)
-    X = X + noise * X.std(axis=0) * rng.normal(size=X.shape)
-    Xm = hide_smallest(X, frac)
-    Xm[3] = np.nan  # an all-missing row
-    ref, iterations = reference_ithsvd(Xm, 8, max_iter=300)
-    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=300, memory=0)
-    # the stop test may flip one pass either way on rounding (summation order)
-    assert abs(info["iterations"] - iterations) <= 1
-    np.testing.assert_allclose(Y, ref, rtol=0, atol=1e-7 * np.nanmax(np.abs(X)))
-    assert np.isnan(Y[3]).all()
-    # the default (Anderson-accelerated) run: the same fixed point, in fewer passes
-    fast, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=300)
-    assert info["converged"] and info["iterations"] < iterations
-    np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-6 * np.nanmax(np.abs(X)))
-
-
-def test_ithsvd_chunks_and_buckets_do_not_change_the_result(monkeypatch):
-    # Many small chunks (each with its own buckets) give the one-chunk result.
-    A = block_structure(seed=5)
-    Xm = hide_smallest(sample(A, 600, seed=33), 0.3)
-    whole, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=50)
-    monkeypatch.setattr(rec, "_PASS_ELEMENTS", 16 * 37)
-    chunked, info2 = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=50)
-    assert info == info2
-    # summation order differs between chunkings: equal to rounding, grown over 50 iterations
-    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-6 * np.abs(whole).max())
-
-
-@pytest.mark.parametrize("noise", [0.0, 0.05])
-def test_ithsvd_coarse_start_reaches_the_full_data_fixed_point(noise):
-    # The coarse start changes where the full iteration starts, not where it
-    # ends; on exactly low-rank data the coarse rows give the subspace, and
-    # the full data need a fraction of the passes.
-    rng = np.random.default_rng(35)
-    X = sample(block_structure(seed=7), 2400, seed=36)
-    X = X + noise * X.std(axis=0) * rng.normal(size=X.shape)
-    Xm = hide_smallest(X, 0.1)
-    plain, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, coarse=0)
-    warm, info_w = rec.ithsvd(Xm, rng=None, structure=None, rank=8, coarse=400)
-    assert "coarse_iterations" not in info and info_w["coarse_iterations"] > 2
-    assert info["converged"] and info_w["converged"]
-    if noise == 0:
-        assert info_w["iterations"] <= info["iterations"] / 3
-    np.testing.assert_allclose(warm, plain, rtol=0, atol=1e-6 * np.abs(X).max())
-    # too few rows for a coarse level: the plain run
-    small, info_s = rec.ithsvd(Xm[:1500], rng=None, structure=None, rank=8, coarse=400)
-    assert "coarse_iterations" not in info_s
-
-
-def test_anderson_step_without_information_is_the_plain_step():
-    # A repeated residual gives zero differences (found by fuzzing ithsvd: a
-    # singular Gram matrix raised LinAlgError); non-finite ones likewise.
-    acc = rec._Anderson(3)
-    x, g = np.ones(4), np.full(4, 2.0)
-    assert np.array_equal(acc(x, g), g)
-    assert np.array_equal(acc(x, g), g)
-    acc = rec._Anderson(3)
-    acc(x, g)
-    assert np.array_equal(acc(x, np.full(4, np.inf)), np.full(4, np.inf))
-
-
-def test_ithsvd_anderson_acceleration_reaches_the_same_fixed_point():
-    A = block_structure(seed=6)
-    X = sample(A, 800, seed=34)
-    Xm = hide_smallest(X, 0.05)
-    plain, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, memory=0)
-    fast, info_aa = rec.ithsvd(Xm, rng=None, structure=None, rank=8, memory=3)
-    assert info["converged"] and info_aa["converged"]
-    np.testing.assert_allclose(fast, plain, rtol=0, atol=1e-6 * np.abs(X).max())
