@@ -106,12 +106,19 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="PDF to write.")
 @click.option("--baseline", default=None, type=click.Path(), help="A cube to compare every method against.")
 @click.option("--png", "png_dir", default=None, type=click.Path(file_okay=False), help="Also write PNG figures here.")
-def report(cubes, output, baseline, png_dir) -> None:
+@click.option("--tables", "tables_dir", default=None, type=click.Path(file_okay=False),
+              help="Also write the ranking and mean-error tables here, as CSV and LaTeX (booktabs).")
+def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     """Draw the PDF report of one or more results cubes (no rerun needed)."""
     from .report import write_report
 
     path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
     click.echo(f"report: {path}")
+    if tables_dir is not None:
+        from .report.paper_tables import write_tables
+
+        written = write_tables([Path(c) for c in cubes], Path(tables_dir))
+        click.echo(f"tables: {Path(tables_dir)}/ ({len(written)} files)")
 
 
 @main.command()

@@ -92,9 +92,11 @@ def test_failed_cells_exit_1_and_are_summarized(tmp_path):
 def test_report_command_redraws_from_cubes(tmp_path):
     assert cli("suite", "smoke", "--out", tmp_path, "--no-report").returncode == 0
     out = tmp_path / "again.pdf"
-    result = cli("report", tmp_path / "smoke" / "synthetic.nc", "-o", out, "--png", tmp_path / "png")
+    result = cli("report", tmp_path / "smoke" / "synthetic.nc", "-o", out, "--png", tmp_path / "png",
+                 "--tables", tmp_path / "tables")
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 1000 and list((tmp_path / "png").glob("*.png"))
+    assert len(list((tmp_path / "tables").glob("synthetic-*.tex"))) == 4  # ranking, mean error x 2 metrics
     assert_user_error(cli("report", tmp_path / "missing.nc", "-o", out), "missing.nc")
 
 

@@ -1,0 +1,175 @@
+"""Tables for papers: the ranking and the mean-error tables as CSV and LaTeX.
+
+`cmbench report ... --tables DIR` writes, per experiment and metric,
+
+* ``<experiment>-ranking-<metric>.csv`` / ``.tex``: the report's ranking table
+  (mean error, average rank, cells with a value), best first;
+* ``<experiment>-mean-error-<metric>.csv`` / ``.tex``: mean error per method
+  (rows) and data set (columns; per adversary when there are several), over the
+  budgets and instances where the method's cells are ok.
+
+The best value of each numeric column is marked: bold (``\\textbf``) in LaTeX, a
+trailing ``*`` in CSV. A mean over fewer cells than the column has (the method is
+undefined or failed somewhere) carries a dagger and cannot be marked best: a
+method must not win by skipping the hard cells. The LaTeX uses booktabs rules
+(``\\usepackage{booktabs}``). Values are printed to three significant digits;
+`cmbench export` gives the full-precision numbers.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .load import METRIC_TEXT, Cube, load_cube, summarize
+from .tables import ranking
+
+DAGGER = "†"
+
+
+def mean_error_table(cube: Cube, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Mean error per method and (data set, adversary), over budgets and instances.
+
+    Each method's value per (data set, adversary, budget) is its mean over the ok
+    instances (as in the curves); the table averages those over the budgets
+    where the method has one.
+
+    Returns
+    -------
+    ``(means, complete)``: two DataFrames indexed by method label, one column per
+    data set (named ``"dataset (adversary)"`` when the cube has several
+    adversaries); ``complete`` says whether the mean covers every budget.
+    """
+    mean = summarize(cube.ok_values(metric)).mean  # (method, dataset, adversary, budget)
+    several = len(cube.adversaries) > 1
+    means, complete = {}, {}
+    for d in cube.datasets:
+        for a in cube.adversaries:
+            vals = mean.sel({"dataset": d, "adversary": a}).values  # (method, budget)
+            has = np.isfinite(vals)
+            if not has.any():
+                continue
+            col = f"{d} ({a})" if several else d
+            with np.errstate(invalid="ignore"):
+                means[col] = np.where(has.any(1), np.nansum(np.where(has, vals, 0), 1)
+                                      / np.maximum(has.sum(1), 1), np.nan)
+            # a budget where no method has a value does not count against anyone
+            complete[col] = has[:, has.any(0)].all(1)
+    index = pd.Index(list(cube.methods), name="method")
+    return pd.DataFrame(means, index=index), pd.DataFrame(complete, index=index)
+
+
+def best_mask(values: pd.DataFrame, eligible: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Where each column's lowest value is (ties all marked), among eligible rows."""
+    ok = values.notna() if eligible is None else values.notna() & eligible
+    masked = values.where(ok)
+    return masked.eq(masked.min(axis=0), axis=1) & ok
+
+
+def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.PathLike) -> list[Path]:
+    """Write the ranking and mean-error tables of each cube, as CSV and LaTeX.
+
+    Parameters
+    ----------
+    cubes : netCDF paths, Datasets or loaded `Cube` objects.
+    out_dir : folder to write into (made if absent).
+
+    Returns
+    -------
+    The files written, in order.
+    """
+    loaded = [c if isinstance(c, Cube) else load_cube(c, index=i) for i, c in enumerate(cubes)]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for cube in loaded:
+        for metric in cube.metrics:
+            what = METRIC_TEXT.get(metric, metric)
+            stem = f"{_slug(cube.experiment)}-ranking-{_slug(metric)}"
+            df = ranking(cube, metric)
+            if not np.isfinite(df["mean_rank"]).any():
+                continue
+            numbers = df[["mean_error", "mean_rank"]]
+            # ranks already put a gap below every value; a mean error over fewer cells is biased
+            full = pd.DataFrame({"mean_error": df["cells"] == df["total_cells"],
+                                 "mean_rank": np.ones(len(df), bool)})
+            best = best_mask(numbers, full)
+            marks = pd.DataFrame({c: np.where(full[c], "", DAGGER) for c in numbers.columns})
+            table = pd.DataFrame({
+                "method": df["method"], "recoverer + estimator": df["recoverer"] + " + " + df["estimator"],
+                "mean error": [fmt_num(v) for v in df["mean_error"]],
+                "average rank": [fmt_num(v) for v in df["mean_rank"]],
+                "cells": [f"{c}/{t}" for c, t in zip(df["cells"], df["total_cells"])],
+            })
+            caption = (f"{cube.experiment}: methods by {what}, best first. Average rank over the "
+                       f"(data set, adversary, budget) cells, 1 = lowest error; a method without a "
+                       f"value in a cell ranks below those with one. Best per column in bold; "
+                       f"{DAGGER} mean error over fewer cells than the others (not marked best).")
+            written += _write(table, {"mean error": (best["mean_error"], marks["mean_error"]),
+                                      "average rank": (best["mean_rank"], marks["mean_rank"])},
+                              out / stem, caption, label=f"tab:{stem}")
+            means, complete = mean_error_table(cube, metric)
+            if means.empty:
+                continue
+            best = best_mask(means, complete)
+            table = pd.DataFrame({"method": means.index})
+            marked = {}
+            for col in means.columns:
+                table[col] = [fmt_num(v) for v in means[col]]
+                marked[col] = (best[col].to_numpy(),
+                               np.where(complete[col].to_numpy() | means[col].isna().to_numpy(), "", DAGGER))
+            stem = f"{_slug(cube.experiment)}-mean-error-{_slug(metric)}"
+            caption = (f"{cube.experiment}: mean {what} per method and data set, over budgets and "
+                       f"instances. Lowest per column in bold; {DAGGER} mean over fewer budgets "
+                       f"(the method is undefined or failed at the others).")
+            written += _write(table, marked, out / stem, caption, label=f"tab:{stem}")
+    return written
+
+
+def fmt_num(x: float) -> str:
+    """Three significant digits, trailing zeros kept so a column lines up; "--" when missing."""
+    if x is None or not np.isfinite(x):
+        return "–"
+    return f"{x:#.3g}".rstrip(".")
+
+
+def _write(table: pd.DataFrame, marked: dict, stem: Path, caption: str, *, label: str) -> list[Path]:
+    """``stem``.csv (best marked with ``*``) and ``stem``.tex (best in bold), booktabs."""
+    csv = table.copy()
+    tex_cells = {c: [_tex(v) for v in table[c]] for c in table.columns}
+    for col, (best, mark) in marked.items():
+        best, mark = np.asarray(best, bool), np.asarray(mark, object)
+        csv[col] = [f"{v}{m}{'*' if b else ''}" for v, m, b in zip(table[col], mark, best)]
+        tex_cells[col] = [(rf"\textbf{{{_tex(v)}}}" if b else _tex(v)) + (r"$^\dagger$" if m else "")
+                          for v, m, b in zip(table[col], mark, best)]
+    csv_path, tex_path = stem.with_suffix(".csv"), stem.with_suffix(".tex")
+    csv.to_csv(csv_path, index=False)
+    numeric = [c in marked or c == "cells" for c in table.columns]
+    lines = [r"% written by cmbench; needs \usepackage{booktabs}",
+             r"\begin{table}[ht]", r"\centering", rf"\caption{{{_tex(caption)}}}", rf"\label{{{label}}}",
+             r"\begin{tabular}{" + "".join("r" if n else "l" for n in numeric) + "}",
+             r"\toprule",
+             " & ".join(_tex(c) for c in table.columns) + r" \\",
+             r"\midrule"]
+    for i in range(len(table)):
+        lines.append(" & ".join(tex_cells[c][i] for c in table.columns) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    tex_path.write_text("\n".join(lines), encoding="utf-8")
+    return [csv_path, tex_path]
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+        DAGGER: r"$^\dagger$", "–": "--"}
+
+
+def _tex(text) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in str(text))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "table"

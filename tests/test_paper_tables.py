@@ -1,0 +1,45 @@
+"""Ranking and mean-error tables for papers: CSV and LaTeX (booktabs), best marked."""
+import pandas as pd
+
+from cmbench.report.load import load_cube
+from cmbench.report.paper_tables import mean_error_table, write_tables
+from test_report import make_cube, set_cells
+
+METHODS = {"Empirical Mean": ["none", "mean"], "C-Median": ["none", "coord-median"],
+           "Two_Step&E": ["exact", "mean"]}  # error grows with k + 1: Empirical Mean is best
+
+
+def test_best_marked_and_a_method_with_gaps_cannot_win(tmp_path):
+    ds = make_cube(methods=METHODS, datasets=("gaussian", "uniform"))
+    # Empirical Mean is undefined at the largest budget on gaussian: its mean there skips
+    # the hardest budget, is lower than it would be, and must not be marked best
+    set_cells(ds, "undefined", "all samples filtered", dataset="gaussian", budget=0.3,
+              recoverer="none", estimator="mean")
+    cube = load_cube(ds)
+    means, complete = mean_error_table(cube, "l2")
+    assert list(means.columns) == ["gaussian", "uniform"]
+    assert not complete.loc["Empirical Mean", "gaussian"] and complete.loc["Empirical Mean", "uniform"]
+    files = write_tables([cube], tmp_path)
+    assert sorted(f.name for f in files) == sorted(
+        f"synthetic-{t}-{m}.{x}" for t in ("ranking", "mean-error") for m in ("mahalanobis", "l2")
+        for x in ("csv", "tex"))
+    csv = pd.read_csv(tmp_path / "synthetic-mean-error-l2.csv", index_col="method")
+    assert csv.loc["Empirical Mean", "uniform"].endswith("*")
+    assert csv.loc["Empirical Mean", "gaussian"].endswith("†")  # fewer budgets, not best
+    assert csv.loc["C-Median", "gaussian"].endswith("*")
+    assert sum(v.endswith("*") for v in csv["gaussian"]) == 1
+    tex = (tmp_path / "synthetic-mean-error-l2.tex").read_text()
+    for rule in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}{lrr}"):
+        assert rule in tex
+    row = next(line for line in tex.splitlines() if line.startswith("C-Median"))
+    assert row.count(r"\textbf{") == 1 and r"\textbf{" in row.split("&")[1]
+    assert r"Two\_Step\&E &" in tex  # LaTeX specials escaped
+    rank = pd.read_csv(tmp_path / "synthetic-ranking-l2.csv")
+    rank = rank.set_index("method")
+    # the gap already costs Empirical Mean in rank (it ranks last there), so it keeps the best
+    # rank; its mean error skips a cell and cannot be best
+    assert rank.index[0] == "Empirical Mean" and rank.loc["Empirical Mean", "cells"] == "7/8"
+    assert rank.loc["Empirical Mean", "average rank"].endswith("*")
+    assert rank.loc["Empirical Mean", "mean error"].endswith("†")
+    assert rank.loc["C-Median", "mean error"].endswith("*")
+
