@@ -119,9 +119,15 @@ def fit_known(X: np.ndarray, A: np.ndarray, rcond: float, max_missing: Optional[
     rows = np.flatnonzero(~ok)
     if rows.size == 0:
         return fitted, ok
+    count = mask[rows].sum(axis=1)
     if max_missing is not None:
-        rows = rows[mask[rows].sum(axis=1) <= max_missing]
-    if rank_A == A.shape[1]:
+        rows, count = rows[count <= max_missing], count[count <= max_missing]
+    few = count <= rank_A
+    if few.any():
+        done = _fit_missing_side(X, mask, A, rows[few], count[few], tol, fitted)
+        ok[rows[few][done]] = True
+        rows = np.concatenate([rows[few][~done], rows[~few]])
+    if rows.size and rank_A == A.shape[1]:
         done = _fit_normal_equations(X, mask, A, rows, fitted)
         ok[rows[done]] = True
         rows = rows[~done]
@@ -142,6 +148,74 @@ def fit_known(X: np.ndarray, A: np.ndarray, rcond: float, max_missing: Optional[
 # fraction of its diagonal (roughly cond(A_V)^2 <= 1 / _NORMAL_PIVOT); the
 # others (rank lost, or nearly) take the SVD route, whose rank test is exact.
 _NORMAL_PIVOT = 1e-8
+
+
+# Q_MM's pivots below this (relative and absolute: Q's eigenvalues are 0 and
+# 1) send a row to the r side: one refinement step then leaves errors ~1e-14.
+_MISSING_PIVOT = 1e-3
+
+
+def _smallest_eigenvalue(L: np.ndarray, skip: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Estimates of each system's smallest eigenvalue from its `psd_factor` factor.
+
+    Two steps of inverse iteration from a random start: exact enough to flag
+    the systems whose smallest eigenvalue is far below the others', which are
+    the ones that matter. (R,) from L (m, m, R).
+    """
+    v = rng.standard_normal(L.shape[::2])
+    for _ in range(2):
+        v /= np.sqrt(np.einsum("mr,mr->r", v, v))
+        v = psd_solve(L, skip, v)
+    return 1.0 / np.sqrt(np.einsum("mr,mr->r", v, v))
+
+
+def _fit_missing_side(X, mask, A, rows, count, tol, fitted) -> np.ndarray:
+    """Least squares on the visible entries, solved in the m missing entries.
+
+    With P the orthogonal projector onto range(A) and Q = I - P,
+    ``min_z ||A_V z - x_V||`` equals ``min_{x_M} ||Q x||`` (the missing
+    entries free), whose normal equations are ``Q_MM x_M = -Q_MV x_V``: an
+    m x m system per row instead of an r x r one, cheap when few entries are
+    missing. Q_MM is singular exactly when A_V loses A's rank. The fitted row
+    is ``A z = P x`` with x completed. Rows are grouped by m; each group is
+    one batched Cholesky (`psd_factor`) plus one step of iterative
+    refinement. Q_MM's condition is the square of B_V's (B an orthonormal
+    basis of range A: lambda_min(Q_MM) = sigma_min(B_V)^2), and refinement
+    cannot undo the rounding of Q itself, so only rows whose Q_MM keeps
+    every pivot and its smallest eigenvalue above ``_MISSING_PIVOT`` are
+    fitted here; the others are left to the r side and the SVD route.
+
+    Returns
+    -------
+    (len(rows),) bool, the rows fitted here.
+    """
+    n = A.shape[0]
+    U, s, _ = np.linalg.svd(A, full_matrices=False)
+    B = U[:, s > tol]
+    P = B @ B.T
+    Q = np.eye(n) - P
+    rng = np.random.default_rng(0)  # the start of `_smallest_eigenvalue`: the result does not depend on it
+    done = np.zeros(rows.size, bool)
+    for m in np.unique(count):
+        at = np.flatnonzero(count == m)
+        step = max(1, CHUNK_ELEMENTS // (m * m + 3 * n))
+        for lo in range(0, at.size, step):
+            pos = at[lo:lo + step]
+            sel = rows[pos]
+            miss = mask[sel]
+            cols = np.nonzero(miss)[1].reshape(-1, m)  # each row's missing columns, in order
+            x = np.where(miss, 0.0, X[sel])
+            QMM = Q[cols.T[:, None, :], cols.T[None, :, :]]  # (m, m, R): the batch is the last axis
+            L, skip = psd_factor(QMM, _MISSING_PIVOT, floor=_MISSING_PIVOT)
+            xm = -psd_solve(L, skip, np.take_along_axis(x @ Q, cols, 1).T)
+            np.put_along_axis(x, cols, xm.T, 1)
+            # refinement: the gradient (Q x)_M vanishes at the solution
+            xm -= psd_solve(L, skip, np.take_along_axis(x @ Q, cols, 1).T)
+            np.put_along_axis(x, cols, xm.T, 1)
+            good = ~skip.any(axis=0) & (_smallest_eigenvalue(L, skip, rng) > _MISSING_PIVOT)
+            fitted[sel[good]] = x[good] @ P
+            done[pos[good]] = True
+    return done
 
 
 def _fit_normal_equations(X, mask, A, rows, fitted) -> np.ndarray:

@@ -168,6 +168,24 @@ def test_exact_pattern_batching_equals_per_row_lstsq():
     np.testing.assert_allclose(Y, ref, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("frac", [0.1, 0.3])
+def test_exact_on_random_masks_equals_per_row_lstsq(frac):
+    # Random (MCAR) masks: most rows miss fewer entries than the rank and are
+    # solved in their missing entries; rows whose visible part of A is nearly
+    # rank deficient (4 of a block's 8 entries missing) must fall back to the
+    # better-conditioned routes and still give the per-row result.
+    rng = np.random.default_rng(int(frac * 100))
+    A = block_structure(seed=2)
+    X = sample(A, 3000, seed=7)
+    Xm = np.where(rng.random(X.shape) < frac, np.nan, X)
+    Y = call("exact", Xm, structure=A)
+    ref = per_row_lstsq(Xm, A)
+    assert np.array_equal(np.isnan(Y), np.isnan(ref))
+    done = ~np.isnan(Y).any(axis=1)
+    assert rel_error(Y[done], X[done]).max() < 1e-9
+    np.testing.assert_allclose(Y, ref, rtol=1e-9, atol=1e-9 * np.abs(X).max())
+
+
 # --------------------------------------------------------------------------- #
 # ithsvd (Two-Step-M, the supplementary's iteration)
 # --------------------------------------------------------------------------- #
