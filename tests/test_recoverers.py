@@ -200,8 +200,9 @@ def _small_cases():
     X = sample(A, 150, seed=41)
     noisy = X + 0.2 * X.std(axis=0) * rng.normal(size=X.shape)
     mcar = np.where(rng.random(X.shape) < 0.15, np.nan, noisy)
+    wide = sample(rng.normal(size=(40, 3)), 150, seed=44) + 0.05 * rng.normal(size=(150, 40))
     return [("low-rank", hide_smallest(X, 0.1), 8), ("noisy", hide_smallest(noisy, 0.25), 8),
-            ("mcar", mcar, 5)]
+            ("mcar", mcar, 5), ("wide", hide_smallest(wide, 0.2), 3)]  # n >= 32: top-k eigensolver
 
 
 @pytest.mark.parametrize("case", _small_cases(), ids=lambda c: c[0])
