@@ -821,10 +821,9 @@ def test_timeout_is_not_swallowed_by_a_plugins_broad_except(tmp_path):
 
 def test_hanging_data_set_loader_is_stopped_by_timeout(tmp_path):
     path = _sneaky_suite(tmp_path, "slowload", datasets='["slow-load"]', recoverers='["none"]')
-    start = time.monotonic()
     ds = run_suite(path, out=tmp_path / "out", report=False, timeout=0.2)["e"]
-    assert time.monotonic() - start < 1.1
-    assert (ds["status"] == "timeout").all()
+    assert (ds["status"] == "timeout").all()  # the loader sleeps 1.2 s: only the timeout gives this
+    assert "stopped after --timeout 0.2 s" in str(ds["error"].values.flat[0])
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 import pytest
 from click.testing import CliRunner
 
@@ -115,6 +116,7 @@ def assert_user_error(code: int, stderr: str, *needles: str) -> str:
 @pytest.fixture
 def out(tmp_path) -> Path:
     """``--out``, two levels below the test folder so that an escape by ``../..`` stays visible."""
+    (tmp_path / "work" / "deep").mkdir(parents=True)
     return tmp_path / "work" / "deep" / "out"
 
 
@@ -310,3 +312,178 @@ def test_report_output_under_a_file_exits_2(cube, tmp_path):
     with nothing_written_outside(tmp_path, tmp_path / "none"):
         code, err = cli("report", cube, "-o", blocker / "r.pdf")
     assert_user_error(code, err, str(blocker), "is a file")
+
+
+# ================================================= a plugin that ends the process
+
+ENDER = '''
+import os
+import numpy as np, cmbench
+
+class Escape(BaseException):
+    """Not an Exception: a careless plugin's own control-flow signal."""
+
+def bye(X, *, rng):
+    os._exit(0)
+
+def ctrl_c(X, *, rng):
+    raise KeyboardInterrupt
+
+def escape(X, *, rng):
+    raise Escape("out of here")
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator("bye", bye), cmbench.Estimator("ctrl-c", ctrl_c),
+            cmbench.Estimator("escape", escape)]
+'''
+
+
+def ender_suite(tmp_path: Path, estimators: str) -> Path:
+    write(tmp_path / "in" / "ender.py", ENDER)
+    return write(tmp_path / "in" / "ender.toml", GOOD.replace('seed = 3', 'seed = 3\nplugins = ["ender.py"]')
+                 .replace('estimators = ["mean", "cmedian"]', f"estimators = {estimators}")
+                 .replace("budgets = [0.0, 0.2]", "budgets = [0.2]"))
+
+
+def test_plugin_calling_os_exit_0_in_serial_mode_fails_its_unit_and_never_exits_0(tmp_path, out):
+    path = ender_suite(tmp_path, '["mean", "bye"]')
+    with nothing_written_outside(tmp_path, out):
+        proc = cli_process("suite", path, "--out", out, "--no-report")
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    ds = xr.open_dataset(out / "s" / "e.nc").load()
+    assert (ds["status"].sel(estimator="bye") == "failed").all()
+    error = str(ds["error"].sel(estimator="bye").values.flat[0])
+    assert "bye()" in error and str(tmp_path / "in" / "ender.py") in error and "os._exit" in error
+
+
+@pytest.mark.parametrize("estimator, raised", [("ctrl-c", "KeyboardInterrupt"), ("escape", "Escape")])
+def test_plugin_raising_a_base_exception_fails_its_cell_naming_the_plugin(tmp_path, out, estimator, raised):
+    path = ender_suite(tmp_path, f'["mean", "{estimator}"]')
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert code == 1, (code, err)  # failed cells; not 130 (interrupted)
+    assert raised in err and "ender.py" in err
+    ds = xr.open_dataset(out / "s" / "e.nc").load()
+    assert (ds["status"].sel(estimator=estimator) == "failed").all()
+    assert (ds["status"].sel(estimator="mean") == "ok").all()
+
+
+def test_keyboard_interrupt_raised_by_a_plugin_is_a_failed_call_not_a_ctrl_c():
+    from cmbench.runner.units import FAILED, call
+
+    def plugin(X):
+        raise KeyboardInterrupt
+
+    try:
+        outcome = call(plugin, None, np.zeros(2))
+    except KeyboardInterrupt:  # escaping, it would also stop pytest
+        pytest.fail("a plugin's KeyboardInterrupt escaped call() as if Ctrl-C had been pressed")
+    assert outcome.status == FAILED and "KeyboardInterrupt" in outcome.error and "not a Ctrl-C" in outcome.error
+
+
+def test_a_real_sigint_during_a_plugin_call_still_stops():
+    import signal
+
+    from cmbench.runner.units import call
+
+    def plugin():
+        signal.raise_signal(signal.SIGINT)
+        return 1
+
+    with pytest.raises(KeyboardInterrupt):
+        call(plugin, None)
+
+
+# ============================================================ --scheduler
+
+def test_scheduler_with_an_unknown_scheme_exits_2_naming_it(tmp_path, out):
+    path = suite_file(tmp_path)
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report", "--scheduler", "http://127.0.0.1:1")
+    assert_user_error(code, err, "http://127.0.0.1:1", "'http'", "tcp")
+
+
+def test_scheduler_that_never_answers_exits_2_naming_the_address(tmp_path, out, monkeypatch):
+    import socket
+
+    path = suite_file(tmp_path)
+    monkeypatch.setenv("CMBENCH_SCHEDULER_TIMEOUT", "2")
+    with socket.socket() as listener:  # accepts connections (the kernel does) and never says a word
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        address = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+        with nothing_written_outside(tmp_path, out):
+            proc = cli_process("suite", path, "--out", out, "--no-report", "--scheduler", address, timeout=60)
+    assert_user_error(proc.returncode, proc.stderr, address, "no answer")
+
+
+# ================================================ workers do not outlive cmbench
+
+SLEEPER = '''
+import time
+import numpy as np, cmbench
+
+def sleepy(X, *, rng):
+    time.sleep(60)
+    return np.nanmean(X, 0)
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator("sleepy", sleepy)]
+'''
+
+
+def _children(pid: int) -> set[int]:
+    kids = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.add(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_workers_do_not_outlive_a_sigkilled_parent(tmp_path, out):
+    import signal
+    import time
+
+    write(tmp_path / "in" / "sleeper.py", SLEEPER)
+    path = write(tmp_path / "in" / "sleeper.toml", GOOD.replace('seed = 3', 'seed = 3\nplugins = ["sleeper.py"]')
+                 .replace('estimators = ["mean", "cmedian"]', 'estimators = ["sleepy"]')
+                 .replace("instances = 1", "instances = 2"))
+    proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(out),
+                             "--no-report", "--workers", "2"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while time.monotonic() < deadline and len(workers) < 2:
+            workers = {k for k in _children(proc.pid) if "cmbench" not in Path(f"/proc/{k}/cmdline").read_text()
+                       or "spawn" in Path(f"/proc/{k}/cmdline").read_text()}
+            time.sleep(0.2)
+        assert workers, "no worker process started"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        left = [w for w in workers if _alive(w)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    for w in left:  # leave no stray process behind, even when the test fails
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"worker processes {left} outlived the killed parent"

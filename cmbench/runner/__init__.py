@@ -59,6 +59,21 @@ def check_data_files(suite: Suite) -> None:
                 data.require(ds.decl)
 
 
+def uses_foreign_plugins(suite: Suite) -> bool:
+    """Whether any component of the suite comes from a plugin that is not cmbench's own.
+
+    Such a sweep runs in a child process even with one worker: a plugin that ends
+    its process (``os._exit``) must not take the sweep, its cubes and its exit code with it.
+    """
+    from ..plugins import BUILTIN_MODULES
+
+    own = {f"cmbench.{m}" for m in BUILTIN_MODULES}
+    return any(suite.registry.source(kind, e.name).plugin not in own
+               for exp in suite.experiments
+               for kind in ("datasets", "adversaries", "recoverers", "estimators")
+               for e in getattr(exp, kind))
+
+
 def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional[str] = None,
               plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
               progress: Optional[bool] = None, report: bool = True, stats: Optional[Progress] = None
@@ -117,7 +132,8 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
                disable=(not sys.stderr.isatty()) if progress is None else not progress)
     bar.set_postfix(cached=stats.cached, failed=0)
     try:
-        for job, result in run_jobs([job for _, job in todo], execute, workers, scheduler):
+        for job, result in run_jobs([job for _, job in todo], execute, workers, scheduler,
+                                    isolate=uses_foreign_plugins(suite)):
             exp = exps[job.experiment]
             results[exp.name][job.coords] = result
             bad = failed_cells(result)

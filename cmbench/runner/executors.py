@@ -2,11 +2,23 @@
 
 Each executor yields ``(job, result)`` as units finish, in any order; results
 do not depend on it (see `seeds`).
+
+A plugin can end the process that runs it (``os._exit``, a segfault, running
+out of memory). Local workers are therefore separate processes whose death
+fails only their unit, and a serial sweep that uses plugins from outside
+cmbench runs in one such worker too (`isolated`), so that the sweep itself
+always survives to write its cubes. A call inside compiled code (a long BLAS or
+C-extension call) cannot be interrupted by ``--timeout``: the timeout takes
+effect when control returns to Python, at the latest at the end of the unit.
+Workers watch their parent and exit when it is gone, so killing cmbench
+(even with SIGKILL) leaves no worker behind.
 """
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
+import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
@@ -20,10 +32,29 @@ def serial(jobs: Iterable[Job], fn: Callable) -> Iterator:
         yield job, fn(job)
 
 
-def _worker_init() -> None:
+def isolated(jobs: Iterable[Job], fn: Callable) -> Iterator:
+    """One unit at a time, like `serial`, but in a child process that a plugin may kill."""
+    return processes(jobs, fn, 1)
+
+
+def _worker_init(parent: int, slot=None) -> None:
     # BLAS threads per worker would oversubscribe the cores and change last bits.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    if slot is not None:
+        from . import units
+
+        units.RUNNING = slot
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="cmbench-parent-watch").start()
+
+
+def _watch_parent(parent: int, interval: float = 0.5) -> None:
+    """End this worker when the process that started it is gone (killed, even by SIGKILL)."""
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os._exit(1)
 
 
 def processes(jobs: Iterable[Job], fn: Callable, workers: int) -> Iterator:
@@ -64,29 +95,89 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int) -> Iterator:
 
 
 def _alone(fn: Callable, job: Job) -> dict:
-    """Run one unit in a fresh one-worker pool: if the worker dies, this unit did it."""
-    pool = _pool(1)
+    """Run one unit in a fresh one-worker pool: if the worker dies, this unit did it.
+
+    The worker writes the plugin call it is in into a shared slot, so that the
+    failure names the plugin that ended the process.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    slot = ctx.RawArray("c", 1024)
+    pool = _pool(1, slot)
     try:
         return pool.submit(fn, job).result()
     except BrokenProcessPool:
-        return worker_died(job)
+        return worker_died(job, slot.value.decode("utf-8", "replace"))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
+def _pool(workers: int, slot=None) -> ProcessPoolExecutor:
     ctx = multiprocessing.get_context("spawn")  # fork after threads (tqdm, BLAS) can deadlock
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(os.getpid(), slot))
 
 
-def worker_died(job: Job) -> dict:
-    """The result of a unit whose worker process died: every cell failed."""
+def worker_died(job: Job, running: str = "") -> dict:
+    """The result of a unit whose worker process died: every cell failed, naming the call it was in."""
     from .units import FAILED, _fail_all, experiment_for
 
     _, exp = experiment_for(job)
+    where = f" in {running}" if running else ""
     return _fail_all({"corruption": {}, "recovery": {}, "cells": {}}, exp, FAILED,
-                     "the worker process died while computing this unit (a plugin crashed the "
+                     f"the worker process died while computing this unit{where} (a plugin ended the "
                      "interpreter: os._exit, a segfault, or out of memory)")
+
+
+#: Seconds a Dask scheduler has to answer before ``--scheduler`` is given up
+#: (``$CMBENCH_SCHEDULER_TIMEOUT`` overrides it, e.g. for a slow link).
+CONNECT_TIMEOUT = 10.0
+
+
+def connect_timeout() -> float:
+    text = os.environ.get("CMBENCH_SCHEDULER_TIMEOUT", "")
+    try:
+        value = float(text) if text else CONNECT_TIMEOUT
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value < float("inf")):
+        raise UserError(f"CMBENCH_SCHEDULER_TIMEOUT={text!r}: expected a positive number of seconds")
+    return value
+
+
+def check_scheduler(address: str, timeout: Optional[float] = None) -> None:
+    """Refuse a scheduler address Dask cannot use, or that does not answer within ``timeout``.
+
+    Raises
+    ------
+    UserError
+        An unknown scheme (the message lists the known ones), an address that
+        refuses the connection, or a listener that never completes Dask's
+        handshake; the message names the address.
+    """
+    from distributed.comm import connect
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.registry import backends
+
+    timeout = connect_timeout() if timeout is None else timeout
+    try:
+        scheme, _ = parse_address(address)
+    except ValueError as exc:
+        raise UserError(f"--scheduler {address}: not a Dask address ({exc})") from None
+    if scheme not in backends:
+        raise UserError(f"--scheduler {address}: unknown scheme {scheme!r}; use one of "
+                        f"{', '.join(sorted(backends))} (e.g. tcp://HOST:8786) or 'local'")
+
+    async def handshake():
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(handshake(), timeout))
+    except (TimeoutError, asyncio.TimeoutError):
+        raise UserError(f"--scheduler {address}: no answer from a Dask scheduler within "
+                        f"{timeout:g} s") from None
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
 
 
 def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int) -> Iterator:
@@ -102,8 +193,9 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int) -> Ite
                                env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
         client = Client(cluster)
     else:
+        check_scheduler(scheduler)
         try:
-            client = Client(scheduler, timeout="10s")
+            client = Client(scheduler, timeout=f"{connect_timeout():g}s")
         except OSError as exc:
             raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     try:
@@ -117,9 +209,13 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int) -> Ite
             cluster.close()
 
 
-def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None) -> Iterator:
+def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
+             isolate: bool = False) -> Iterator:
+    """Run ``fn`` on every job with the chosen executor; ``isolate`` keeps a serial sweep out of process."""
     if scheduler:
         return dask(jobs, fn, scheduler, workers)
     if workers > 1 and len(jobs) > 1:
         return processes(jobs, fn, workers)
+    if isolate and jobs:
+        return isolated(jobs, fn)
     return serial(jobs, fn)

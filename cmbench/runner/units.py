@@ -152,10 +152,55 @@ def _alarm(signum, frame):
     raise CallTimeout()
 
 
+# Set by the SIGINT handler `call` installs: a KeyboardInterrupt is a real Ctrl-C only then.
+_SIGINT_SEEN = [False]
+
+#: In a worker process, a shared byte buffer (set by `executors`) naming the plugin call in
+#: progress, so that the parent can name the plugin if the call ends the process.
+RUNNING = None
+
+
+def _describe(fn: Callable, args: tuple) -> str:
+    """'function() of /path/plugin.py', or the data set being loaded."""
+    if fn is load_data and args:
+        try:
+            _, exp = experiment_for(args[0])
+            entry = _entry(exp.datasets, args[0].dataset)
+            return f"data set {entry.label!r} ({entry.source})"
+        except Exception:  # naming is best effort; the unit still fails
+            return f"data set {args[0].dataset!r}"
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    return f"{name}() of {code.co_filename}" if code is not None else f"{name}()"
+
+
+def _sigint_handler(previous: Any) -> Callable:
+    def handler(signum, frame):
+        _SIGINT_SEEN[0] = True
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+    return handler
+
+
 def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
-    """Run one plugin call; classify its outcome instead of letting it escape."""
+    """Run one plugin call; classify its outcome instead of letting it escape.
+
+    Only the runner's own signals end the call early: ``--timeout`` (`CallTimeout`)
+    and a real Ctrl-C (SIGINT, re-raised as KeyboardInterrupt so the sweep stops).
+    Anything the plugin raises itself - including ``KeyboardInterrupt``,
+    ``SystemExit`` or another ``BaseException`` - fails the call.
+    """
     start = time.perf_counter()
-    use_alarm = timeout and threading.current_thread() is threading.main_thread()
+    main_thread = threading.current_thread() is threading.main_thread()
+    use_alarm = timeout and main_thread
+    if main_thread:
+        _SIGINT_SEEN[0] = False
+        previous_sigint = signal.signal(signal.SIGINT, _sigint_handler(signal.getsignal(signal.SIGINT)))
+    if RUNNING is not None:
+        outer = RUNNING.value
+        RUNNING.value = _describe(fn, args).encode("utf-8", "replace")[: len(RUNNING) - 1]
     try:
         if use_alarm:
             previous = signal.signal(signal.SIGALRM, _alarm)
@@ -180,6 +225,18 @@ def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
                        seconds=time.perf_counter() - start)
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
         return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start)
+    except KeyboardInterrupt as exc:
+        if _SIGINT_SEEN[0]:
+            raise  # Ctrl-C: the sweep stops, finished units are kept
+        return Outcome(FAILED, f"{_where(exc, fn)} - raised by the plugin, not a Ctrl-C",
+                       seconds=time.perf_counter() - start)
+    except BaseException as exc:  # a plugin's own BaseException subclass: still its cell only
+        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous_sigint)
+        if RUNNING is not None:
+            RUNNING.value = outer
     return Outcome(OK, value=value, seconds=time.perf_counter() - start)
 
 
