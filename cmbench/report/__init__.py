@@ -36,7 +36,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from .. import __version__
 from ..errors import UserError
 from ..output import writable_folder
-from . import figures, stress, tables
+from . import figures, significance, stress, tables
 from .figures import Page
 from .load import Cube, load_cube, load_cubes
 from .style import RC, MethodStyles
@@ -129,6 +129,7 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
         pages += figures.error_pages(cube, styles)
         pages += [Page(f, f"{cube.experiment}-ranking", png=False)
                   for f in tables.ranking_pages(cube)]
+        pages += significance.cd_pages(cube)
         pages += stress.stress_pages(cube, styles)  # only cubes with adaptive adversaries
         rt = figures.runtime_page(cube, styles)
         if rt is not None:

@@ -17,6 +17,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
+from . import significance
 from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_TEXT, STATUSES, Cube, summarize
 from .style import PAGE
 
@@ -416,6 +417,9 @@ def ranking_pages(cube: Cube) -> list[Figure]:
                  [[str(i + 1), r.method, f"{r.recoverer} + {r.estimator}", fmt_num(r.mean_error),
                    fmt_num(r.mean_rank, 3), f"{r.cells} / {r.total_cells}"]
                   for i, r in enumerate(df.itertuples())])
+        result, blocks, reason = significance.run_tests(cube, metric)
+        for text in significance.describe(result, blocks, reason, metric):
+            tp.para(text)
     return tp.figures
 
 

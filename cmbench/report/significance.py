@@ -1,0 +1,290 @@
+"""Significance of a ranking: Friedman test, Nemenyi post-hoc test, critical-difference diagram.
+
+Following Demšar (2006), "Statistical Comparisons of Classifiers over Multiple
+Data Sets", JMLR 7:1-30: methods are ranked within each *block*, the Friedman
+test asks whether the average ranks differ more than chance allows, and the
+Nemenyi test calls two methods different when their average ranks differ by at
+least the critical difference ``CD = q_alpha * sqrt(k (k + 1) / (6 N))`` (k
+methods, N blocks, ``q_alpha`` the studentized range quantile over sqrt(2)).
+
+The tests assume independent blocks. The budgets of one curve are not: they
+share the data and nested corruptions. A block here is one (data set, instance)
+pair: different data sets, and instances drawn with their own seeds, are close
+to independent. Within a block, methods are ranked in each (adversary, budget)
+cell (a method without a value there ranks below those that have one, as in the
+ranking table) and a method's block score is its mean rank over the block's
+cells; the Friedman test ranks those scores across blocks.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.figure import Figure
+from scipy import stats
+
+from .load import METRIC_TEXT, Cube
+
+ALPHA = 0.05
+POST_HOC = "Nemenyi"
+
+
+@dataclass
+class Friedman:
+    """A Friedman test with its Nemenyi post-hoc comparison.
+
+    Attributes
+    ----------
+    methods : labels, in the order of the score columns.
+    avg_ranks : average rank of each method over the blocks (1 = best).
+    n_blocks : N, the number of blocks.
+    chi2, p_value : Friedman's statistic (tie-corrected, as scipy computes it) and
+        its chi-square p-value with k - 1 degrees of freedom.
+    f_stat, f_p_value : the Iman-Davenport F form, which Demšar recommends as
+        less conservative, with (k - 1, (k - 1)(N - 1)) degrees of freedom.
+    cd : the Nemenyi critical difference at ``alpha``.
+    different : (k, k) bool, True where two methods' average ranks differ by at
+        least ``cd``.
+    """
+
+    methods: list[str]
+    avg_ranks: np.ndarray
+    n_blocks: int
+    chi2: float
+    p_value: float
+    f_stat: float
+    f_p_value: float
+    cd: float
+    alpha: float
+    different: np.ndarray
+
+    @property
+    def significant(self) -> bool:
+        return bool(self.p_value < self.alpha)
+
+    def order(self) -> np.ndarray:
+        """Method indices, best average rank first."""
+        return np.argsort(self.avg_ranks, kind="stable")
+
+    def cliques(self) -> list[tuple[int, int]]:
+        """Groups of methods not significantly different, as (first, last) positions in
+        `order`: every maximal run whose average ranks span less than ``cd``."""
+        r = self.avg_ranks[self.order()]
+        runs = []
+        for i in range(len(r)):
+            j = i
+            while j + 1 < len(r) and r[j + 1] - r[i] < self.cd:
+                j += 1
+            if j > i and not any(a <= i and j <= b for a, b in runs):
+                runs.append((i, j))
+        return runs
+
+
+def nemenyi_cd(k: int, n_blocks: int, alpha: float = ALPHA) -> float:
+    """The Nemenyi critical difference for k methods over N blocks (Demšar 2006, eq. 5)."""
+    q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
+    return float(q * np.sqrt(k * (k + 1) / (6.0 * n_blocks)))
+
+
+def friedman_statistic(avg_ranks: np.ndarray, n_blocks: int) -> tuple[float, float]:
+    """Friedman's chi-square and the Iman-Davenport F from average ranks (Demšar 2006,
+    eqs. 3 and 4), without a tie correction.
+
+    ``chi2_F = 12 N / (k (k + 1)) * (sum_j R_j^2 - k (k + 1)^2 / 4)`` and
+    ``F_F = (N - 1) chi2_F / (N (k - 1) - chi2_F)``.
+    """
+    avg = np.asarray(avg_ranks, dtype=float)
+    k, n = len(avg), n_blocks
+    chi2 = 12.0 * n / (k * (k + 1)) * (np.sum(avg ** 2) - k * (k + 1) ** 2 / 4.0)
+    denom = n * (k - 1) - chi2
+    return float(chi2), float((n - 1) * chi2 / denom) if denom > 0 else float("inf")
+
+
+def friedman(scores: np.ndarray, methods: list[str], alpha: float = ALPHA) -> Friedman:
+    """Friedman and Nemenyi tests on a (blocks, methods) score array, lower is better.
+
+    Parameters
+    ----------
+    scores : (N, k) finite values; each row is ranked on its own (ties share
+        the average rank).
+    methods : the k labels.
+    alpha : significance level of both tests.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 methods or 2 blocks, or a non-finite score.
+    """
+    scores = np.asarray(scores, dtype=float)
+    n, k = scores.shape
+    if k < 2 or n < 2:
+        raise ValueError(f"a Friedman test needs at least 2 methods and 2 blocks, got {k} and {n}")
+    if not np.isfinite(scores).all():
+        raise ValueError("block scores must be finite")
+    ranks = stats.rankdata(scores, axis=1)
+    avg = ranks.mean(axis=0)
+    chi2, _ = friedman_statistic(avg, n)
+    ties = sum(float(np.sum(c ** 3 - c)) for c in
+               (np.unique(row, return_counts=True)[1] for row in ranks))
+    correction = 1.0 - ties / (n * k * (k * k - 1))
+    chi2 = chi2 / correction if correction > 0 else 0.0
+    p = float(stats.chi2.sf(chi2, k - 1))
+    denom = n * (k - 1) - chi2
+    f_stat = (n - 1) * chi2 / denom if denom > 0 else np.inf
+    f_p = float(stats.f.sf(f_stat, k - 1, (k - 1) * (n - 1))) if np.isfinite(f_stat) else 0.0
+    cd = nemenyi_cd(k, n, alpha)
+    different = np.abs(avg[:, None] - avg[None, :]) >= cd
+    return Friedman(list(methods), avg, n, float(chi2), p, float(f_stat), f_p, cd, alpha, different)
+
+
+def block_scores(cube: Cube, metric: str) -> tuple[np.ndarray, list[str], list[tuple[str, int]]]:
+    """Each method's mean within-cell rank per (data set, instance) block.
+
+    Returns
+    -------
+    ``(scores, methods, blocks)``: scores (N, k); the methods that have a value
+    somewhere (a method never defined cannot be compared); the blocks with at
+    least one ranked cell.
+    """
+    vals = cube.ok_values(metric).transpose("method", "dataset", "instance", "adversary", "budget")
+    arr = vals.values  # (k, D, I, A, B)
+    has_any = np.isfinite(arr).reshape(arr.shape[0], -1).any(axis=1)
+    methods = [m for m, h in zip(vals["method"].values.tolist(), has_any) if h]
+    arr = arr[has_any]
+    k, n_d, n_i = arr.shape[:3]
+    cells = arr.reshape(k, n_d, n_i, -1)
+    scores, blocks = [], []
+    for d in range(n_d):
+        for i in range(n_i):
+            block = cells[:, d, i, :]
+            keep = np.isfinite(block).any(axis=0)
+            if not keep.any() or k == 0:
+                continue
+            ranks = stats.rankdata(np.where(np.isfinite(block[:, keep]), block[:, keep], np.inf), axis=0)
+            scores.append(ranks.mean(axis=1))
+            blocks.append((str(vals["dataset"].values[d]), int(vals["instance"].values[i])))
+    return np.array(scores).reshape(len(scores), k), methods, blocks
+
+
+def run_tests(cube: Cube, metric: str, alpha: float = ALPHA) -> tuple[Friedman | None, list, str]:
+    """The tests on one cube and metric; ``None`` and the reason when they cannot run."""
+    scores, methods, blocks = block_scores(cube, metric)
+    if len(methods) < 2:
+        return None, blocks, "fewer than 2 methods have a value"
+    if len(blocks) < 2:
+        return None, blocks, (f"only {len(blocks)} block (data set x instance); the test needs at "
+                              f"least 2: add data sets or instances")
+    return friedman(scores, methods, alpha), blocks, ""
+
+
+def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
+    """One page per metric with the critical-difference diagram and the test's numbers."""
+    from .figures import Page
+    from .style import PAGE
+
+    pages = []
+    for metric in cube.metrics:
+        result, blocks, reason = run_tests(cube, metric, alpha)
+        if result is None:
+            continue
+        fig = Figure(figsize=PAGE)
+        what = METRIC_TEXT.get(metric, metric)
+        fig.text(0.03, 0.965, f"{cube.experiment}: critical-difference diagram ({what})",
+                 fontsize=13.5, fontweight="bold", va="top")
+        fig.text(0.03, 0.925, textwrap.fill(f"Friedman p = {result.p_value:.3g} over N = {result.n_blocks} "
+                 f"(data set, instance) blocks, k = {len(result.methods)} methods; {POST_HOC} "
+                 f"CD = {result.cd:.3g} at alpha = {alpha:g}. Average rank, 1 = best; a bar joins "
+                 f"methods not significantly different.", 150), fontsize=9, va="top", style="italic")
+        rows = max((len(result.methods) + 1) // 2, 1) + len(result.cliques())
+        h = min(0.86, 0.16 + 0.042 * rows)
+        cd_diagram(result, fig=fig, rect=(0.03, 0.88 - h, 0.94, h))
+        pages.append(Page(fig, f"{cube.experiment}-cd-{metric}"))
+    return pages
+
+
+def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
+               rect: tuple = (0.02, 0.02, 0.96, 0.9)) -> Figure:
+    """A critical-difference diagram (Demšar 2006, Fig. 1).
+
+    The axis holds the average ranks (1 = best, at the left); each method is a
+    tick with its label, the better half to the left, the other half to the
+    right; a thick bar joins methods whose average ranks differ by less than the
+    critical difference, whose length the scale bar above the axis shows.
+    """
+    order = result.order()
+    k = len(order)
+    r = result.avg_ranks[order]
+    names = [result.methods[i] for i in order]
+    half = (k + 1) // 2
+    rows = max(half, k - half)
+    cliques = result.cliques()
+    height = 1.6 + 0.28 * (rows + len(cliques))
+    if fig is None:
+        fig = Figure(figsize=(11.0, max(height, 2.4)))
+    ax = fig.add_axes(list(rect))
+    ax.set_axis_off()
+    lo, hi = 1, max(k, 2)
+    # vertical layout in data units: axis at y = 0, labels below at negative y
+    line_h = 1.0
+    bar_top = 0.3 + 0.35 * len(cliques)
+    ax.set_xlim(lo - 0.35 * (hi - lo + 1) - 0.2, hi + 0.35 * (hi - lo + 1) + 0.2)
+    ax.set_ylim(-(bar_top + (rows + 0.8) * line_h), 1.9)
+    ax.plot([lo, hi], [0, 0], color="black", lw=1.0)
+    step = 1 if k <= 15 else 5  # keep the rank labels legible for many methods
+    for t in range(lo, hi + 1):
+        ax.plot([t, t], [0, 0.12], color="black", lw=1.0)
+        if t == lo or t % step == 0:
+            ax.text(t, 0.2, str(t), ha="center", va="bottom", fontsize=8)
+    for t in np.arange(lo + 0.5, hi, 1.0):
+        ax.plot([t, t], [0, 0.06], color="black", lw=0.6)
+    # the CD scale bar
+    ax.plot([lo, lo + result.cd], [1.35, 1.35], color="black", lw=1.0)
+    for x in (lo, lo + result.cd):
+        ax.plot([x, x], [1.27, 1.43], color="black", lw=1.0)
+    ax.text(lo + result.cd / 2, 1.48, f"CD = {result.cd:.2f}", ha="center", va="bottom", fontsize=8)
+    # cliques: thick bars just below the axis
+    for c, (a, b) in enumerate(cliques):
+        y = -0.3 - 0.35 * c
+        ax.plot([r[a] - 0.03, r[b] + 0.03], [y, y], color="black", lw=3.0, solid_capstyle="butt")
+    left_x, right_x = lo - 0.25, hi + 0.25
+    for pos in range(k):
+        x = r[pos]
+        if pos < half:
+            y = -(bar_top + (pos + 0.6) * line_h)
+            ax.plot([x, x, left_x], [0, y, y], color="0.25", lw=0.8)
+            ax.text(left_x - 0.05, y, f"{names[pos]} ({x:.2f})", ha="right", va="center", fontsize=8.5)
+        else:
+            y = -(bar_top + (k - 1 - pos + 0.6) * line_h)
+            ax.plot([x, x, right_x], [0, y, y], color="0.25", lw=0.8)
+            ax.text(right_x + 0.05, y, f"({x:.2f}) {names[pos]}", ha="left", va="center", fontsize=8.5)
+    if title:
+        fig.suptitle(title, fontsize=10, fontweight="bold", x=0.02, ha="left")
+    return fig
+
+
+def describe(result: Friedman | None, blocks: list, reason: str, metric: str) -> list[str]:
+    """The paragraphs the ranking page prints about the tests."""
+    what = METRIC_TEXT.get(metric, metric)
+    datasets = sorted({d for d, _ in blocks})
+    head = (f"Significance ({what}). Blocks are (data set, instance) pairs: different data sets and "
+            f"instances drawn with their own seeds are close to independent, which the tests assume; "
+            f"the budgets of one curve are not (they share data and nested corruptions), so they are "
+            f"not blocks. Within a block each method is ranked in every (adversary, budget) cell "
+            f"(no value ranks last) and its block score is its mean rank there.")
+    if result is None:
+        return [head, f"Not tested: {reason}."]
+    k = len(result.methods)
+    verdict = (f"the methods' average ranks differ (p < {result.alpha:g})" if result.significant
+               else f"no difference among the methods is shown at level {result.alpha:g}")
+    n_diff = int(np.triu(result.different, 1).sum())
+    return [head,
+            f"Friedman test over N = {result.n_blocks} blocks ({len(datasets)} data set(s)) and "
+            f"k = {k} methods: chi2_F = {result.chi2:.3g}, p = {result.p_value:.3g} "
+            f"(Iman-Davenport F = {result.f_stat:.3g}, p = {result.f_p_value:.3g}): {verdict}.",
+            f"Post-hoc test: {POST_HOC} (all pairs), critical difference CD = {result.cd:.3g} "
+            f"average ranks at alpha = {result.alpha:g}; {n_diff} of {k * (k - 1) // 2} pairs differ "
+            f"significantly. In the diagram, a bar joins methods whose average ranks differ by less "
+            f"than CD." + ("" if result.significant else
+                           " (With the Friedman test not significant, the post-hoc comparison is "
+                           "shown for information only.)")]
