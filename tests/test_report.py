@@ -146,8 +146,8 @@ def test_smoke_report_pages_text_metadata_and_png(tmp_path):
     assert out == tmp_path / "out" / "report.pdf" and out.is_file()
     assert not list(out.parent.glob("*.part"))
     pages = pdf_pages_text(out)
-    # provenance + 2 adversaries x 2 metrics + ranking + runtime + cells
-    assert len(pages) == 1 + 2 * 2 + 1 + 1 + 1
+    # provenance + 2 adversaries x 2 metrics + ranking + CD diagram per metric + runtime + cells
+    assert len(pages) == 1 + 2 * 2 + 1 + 2 + 1 + 1
     text = squash("\n".join(pages))
     for label in list(SMOKE_METHODS) + ["gaussian", "uniform", "min-rho", "random-rho"]:
         assert squash(label) in text, label
@@ -161,9 +161,10 @@ def test_smoke_report_pages_text_metadata_and_png(tmp_path):
     info = pdf_info(out)
     assert info["Title"] == "My smoke run" and info["Author"].startswith("cmbench")
     pngs = sorted(p.name for p in (tmp_path / "png").glob("*.png"))
-    # the figures (2 adversaries x 2 metrics, runtime); not the text pages
+    # the figures (2 adversaries x 2 metrics, CD diagrams, runtime); not the text pages
     assert pngs == sorted([f"synthetic-{a}-{m}.png" for a in ("min-rho", "random-rho")
-                           for m in ("l2", "mahalanobis")] + ["synthetic-runtime.png"])
+                           for m in ("l2", "mahalanobis")] + ["synthetic-runtime.png"]
+                          + [f"synthetic-cd-{m}.png" for m in ("l2", "mahalanobis")])
     assert all((tmp_path / "png" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
 
 
@@ -243,7 +244,8 @@ def test_several_experiments_baseline_and_real_data(tmp_path):
     kinds = ("cmbenchreport:smoke", "Mahalanobiserrorversusbudget", "l2errorversusbudget",
              "Mahalanobiserror,thisrunminusbaseline", "l2error,thisrunminusbaseline",
              "rankingofmethods", "runtimepermethod", "cellsthatdidnotrun",
-             "differenceagainstthebaseline")
+             "differenceagainstthebaseline", "critical-differencediagram(Mahalanobiserror)",
+             "critical-differencediagram(l2error)")
     found = {}
     for p in pages:  # every page has one title; the text order within a page is free
         hits = [(e, k) for e in ("", "synthetic:", "real:") for k in kinds
@@ -258,6 +260,8 @@ def test_several_experiments_baseline_and_real_data(tmp_path):
         (s, "rankingofmethods"): 1, (s, "runtimepermethod"): 1, (s, "cellsthatdidnotrun"): 1,
         (s, "Mahalanobiserror,thisrunminusbaseline"): 1, (s, "l2error,thisrunminusbaseline"): 1,
         (s, "differenceagainstthebaseline"): 1,
+        (s, "critical-differencediagram(Mahalanobiserror)"): 1,
+        (s, "critical-differencediagram(l2error)"): 1, (r, "critical-differencediagram(l2error)"): 1,
         (r, "l2errorversusbudget"): 1,  # real data: no Mahalanobis, no baseline
         (r, "rankingofmethods"): 1, (r, "runtimepermethod"): 1, (r, "cellsthatdidnotrun"): 1}
     assert "cmbenchreport:smoke" in pages[0] and "real:cellsthatdidnotrun" in pages[-1]
