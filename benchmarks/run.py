@@ -290,8 +290,9 @@ def target_million_cell(quick: bool, repeat: int) -> Result:
 
 def _suite_env() -> dict:
     env = dict(os.environ)
-    if "CMBENCH_DATA_DIR" not in env and Path("/work/shared/datasets").is_dir():
-        env["CMBENCH_DATA_DIR"] = "/work/shared/datasets"
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"  # ../shared/datasets
+    if "CMBENCH_DATA_DIR" not in env and shared.is_dir():
+        env["CMBENCH_DATA_DIR"] = str(shared)
     return env
 
 

@@ -12,6 +12,7 @@ from .components import (  # noqa: E402
     Estimator,
     NotApplicable,
     Recoverer,
+    ShippedTable,
     Undefined,
 )
 from .hookspecs import hookimpl, hookspec  # noqa: E402
@@ -47,6 +48,6 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, **options)
 
 __all__ = [
     "Adversary", "Component", "Data", "DataFile", "Dataset", "Estimator",
-    "NotApplicable", "Recoverer", "Undefined", "hookimpl", "hookspec",
+    "NotApplicable", "Recoverer", "ShippedTable", "Undefined", "hookimpl", "hookspec",
     "load_plugins", "run_suite", "to_frame", "__version__",
 ]

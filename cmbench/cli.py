@@ -137,7 +137,7 @@ def export(cubes, output) -> None:
 @plugin_option
 @click.pass_context
 def datasets(ctx, plugins) -> None:
-    """List every data set: shape, rank hint, whether its files are present and where."""
+    """List every data set: shape, rank hint, and which copy a run reads (source files or shipped table)."""
     ctx.obj = plugins
     if ctx.invoked_subcommand is not None:
         return
@@ -147,30 +147,80 @@ def datasets(ctx, plugins) -> None:
     rows = []
     for row in status(load_plugins(plugins)):
         shape = "x".join(map(str, row["shape"])) if row.get("shape") else "?"
-        present = {None: "generated", True: "present", False: "absent"}[row["present"]]
+        if row["present"] is None:
+            copy = "generated"
+        elif row.get("error"):
+            copy = "damaged"
+        else:
+            copy = row.get("copy") or "absent"
         where = row["where"] if isinstance(row["where"], str) else ", ".join(map(str, row["where"] or []))
-        rows.append((row["name"], shape, str(row.get("rank") or ""), present, where))
-    _table(("name", "shape", "rank", "files", "where"), rows)
+        if row.get("error"):
+            where = row["error"]
+        rows.append((row["name"], shape, str(row.get("rank") or ""), copy, where))
+    _table(("name", "shape", "rank", "data", "where"), rows)
+
+
+def _named(registry, name: str) -> list:
+    """The declarations NAME stands for ('all': every data set with files)."""
+    if name == "all":
+        return [d for _, d in sorted(registry.datasets.items()) if d.files]
+    return [registry.get("datasets", name)]
 
 
 @datasets.command()
 @click.argument("name")
+@click.option("--verify", is_flag=True,
+              help="Download the source, derive the table and compare it with the shipped one.")
 @click.pass_obj
-def fetch(plugins, name) -> None:
-    """Download a data set's files (or 'all') into the cache folder, verified by SHA-256."""
+def fetch(plugins, name, verify) -> None:
+    """Download a data set's files (or 'all') into the cache folder, verified by SHA-256.
+
+    With --verify, compare the table derived from the download with the table
+    shipped in the package (the values, not the files' bytes) and name the
+    first difference; exit 1 when a table differs.
+    """
     from . import data
     from .plugins import load_plugins
 
-    registry = load_plugins(plugins)
-    names = [n for n, d in registry.datasets.items() if d.files] if name == "all" else [name]
-    for n in names:
-        decl = registry.get("datasets", n)
+    differ = 0
+    for decl in _named(load_plugins(plugins), name):
         if not decl.files:
-            click.echo(f"{n}: generated, nothing to fetch")
+            click.echo(f"{decl.name}: generated, nothing to fetch")
             continue
-        found = data.locate(decl)
-        path = found if found is not None else data.fetch(decl)
-        click.echo(f"{n}: {path}")
+        if not verify:
+            found = data.locate(decl)
+            click.echo(f"{decl.name}: {found if found is not None else data.fetch(decl)}")
+            continue
+        result = data.verify(decl)
+        if result.difference is None:
+            click.echo(f"{decl.name}: the derived table equals the shipped one")
+        else:
+            differ += 1
+            click.echo(f"{decl.name}: the derived table differs from the shipped one: {result.difference}")
+        for path in result.bytes_differ:
+            want, got = result.digests[path]
+            click.echo(f"  {path}: downloaded SHA-256 {got}, declared {want} (bytes differ; not cached)")
+        if result.cached is not None:
+            click.echo(f"  files cached in {result.cached}")
+    if differ:
+        sys.exit(1)
+
+
+@datasets.command()
+@click.argument("name")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the table into.")
+@click.pass_obj
+def derive(plugins, name, out) -> None:
+    """Derive a data set's table (or 'all') from its source files and write it (as shipped) into --out."""
+    from . import data
+    from .plugins import load_plugins
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    for decl in _named(load_plugins(plugins), name):
+        if decl.table is None:
+            click.echo(f"{decl.name}: ships no table, skipped")
+            continue
+        click.echo(f"{decl.name}: {data.derive_table(decl, out)}")
 
 
 def _table(header, rows) -> None:

@@ -116,19 +116,43 @@ class DataFile:
 
 
 @dataclass(frozen=True)
+class ShippedTable:
+    """A compact table derived from a data set's files and shipped with its plugin.
+
+    It lets the data set load where its source files are absent (offline, no
+    data folder). ``cmbench.data`` reads and writes the file.
+
+    Parameters
+    ----------
+    path : the table file (``.npz`` written by `cmbench.data.write_table`).
+    derive : ``derive(folder) -> dict[str, numpy.ndarray]``, the same arrays
+        computed from the source files in ``folder``; the shipped file must hold
+        exactly what it returns for the declared files.
+    about : what the table's metadata records besides its source files'
+        SHA-256: ``title``, ``source`` (URL), ``licence``, ``attribution`` and
+        ``derivation`` (how the arrays follow from the files).
+    """
+
+    path: str
+    derive: Callable[[Any], Mapping[str, np.ndarray]]
+    about: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Dataset(Component):
     """``load(*, instance, rng, **params) -> Data``.
 
     ``shape`` and ``rank`` are the nominal (N, n) and rank hint, shown by
     ``cmbench datasets``; ``files`` the data files it needs (empty for
     generated data); ``folder`` the sub-folder of the data directory that holds
-    them.
+    them; ``table`` an optional `ShippedTable` used when those files are absent.
     """
 
     shape: Optional[tuple] = None
     rank: Optional[int] = None
     files: tuple = ()
     folder: str = ""
+    table: Optional[ShippedTable] = None
 
     kind = "dataset"
 

@@ -10,6 +10,18 @@ A data set declares its files (`cmbench.DataFile`: a path under the data set's
 A folder counts only when it holds every file, each with the declared digest.
 Downloads go to the cache folder only, and only verified bytes land there.
 
+Shipped tables
+--------------
+A data set may also declare a `cmbench.ShippedTable`: the arrays its loader
+needs, derived from those files once and shipped inside its plugin (a
+compressed ``.npz``, see `write_table`), with the source's URL, licence,
+attribution and the files' SHA-256 in its metadata. `load_arrays` derives the
+arrays from the source files when a data folder above holds them, else reads
+the shipped table, and only downloads when neither is there. The values are
+bit-identical either way (a test compares them), so results do not depend on
+which copy was read. `verify` downloads the source and compares the derived
+arrays, not the files' bytes, with the shipped table.
+
 Environment variables
 ---------------------
 CMBENCH_DATA_DIR
@@ -36,6 +48,8 @@ error they raise for unusable data.
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
 import shutil
 import sys
@@ -45,15 +59,19 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
+
+import numpy as np
 
 from .components import DataFile, Dataset
 from .errors import DataError
 
 __all__ = [
-    "ChecksumError", "DataError", "cache_dir", "data_dirs", "fetch", "file_url", "locate", "require",
-    "sha256_file", "status",
+    "ChecksumError", "DataError", "Verification", "cache_dir", "compare_tables", "data_dirs",
+    "derive_table", "fetch", "file_url", "load_arrays", "locate", "read_table", "require",
+    "sha256_file", "status", "table_meta", "verify", "write_table",
 ]
 
 ENV_DATA_DIR = "CMBENCH_DATA_DIR"
@@ -183,8 +201,25 @@ def _looked(dataset: Dataset) -> str:
     return "; ".join(parts)
 
 
+def _shipped(dataset: Dataset) -> Optional[Path]:
+    """The data set's shipped table file, when it declares one that is installed."""
+    table = getattr(dataset, "table", None)
+    if table is None or not table.path:
+        return None
+    path = Path(table.path)
+    return path if path.is_file() else None
+
+
 def require(dataset: Dataset) -> Path:
-    """`locate` the data set's folder, else `fetch` it (unless offline), else raise.
+    """Where the data set will be read from: its source folder, else its shipped table.
+
+    `locate` the source folder; else the shipped table file (nothing is
+    downloaded when the data set ships one); else `fetch` the files (unless
+    offline); else raise.
+
+    Returns
+    -------
+    The source folder (``<dir>/<folder>``) or the shipped table's file.
 
     Raises
     ------
@@ -197,6 +232,13 @@ def require(dataset: Dataset) -> Path:
     found = locate(dataset)
     if found is not None:
         return found
+    shipped = _shipped(dataset)
+    if shipped is not None:
+        return shipped
+    return _fetch_or_explain(dataset)
+
+
+def _fetch_or_explain(dataset: Dataset) -> Path:
     looked = _looked(dataset)
     how = (f"run `cmbench datasets fetch {dataset.name}` on a machine with network access, or put "
            f"the folder {dataset.folder}/ under one of those directories (set {ENV_DATA_DIR} to "
@@ -278,25 +320,39 @@ def fetch(dataset: Dataset, *, progress: bool = True) -> Path:
             if not ((dest / f.path).is_file() and sha256_file(dest / f.path) == f.sha256.lower())]
     if not todo:
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{Path(dataset.folder).name}.", suffix=".part",
-                                    dir=dest.parent))
+    staging = _staging(dest)
     try:
         _fetch_into(dataset, todo, staging, progress)
-        for f in todo:
-            target = dest / f.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / "files" / f.path, target)
+        _install(todo, staging, dest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest
 
 
-def _fetch_into(dataset: Dataset, todo: list[DataFile], staging: Path, progress: bool) -> None:
-    """Download and verify every file of ``todo`` under ``staging/files``."""
+def _staging(dest: Path) -> Path:
+    """A fresh temporary folder beside ``dest`` (same file system, so renames are atomic)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent))
+
+
+def _install(files: Iterable[DataFile], staging: Path, dest: Path) -> None:
+    for f in files:
+        target = dest / f.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / "files" / f.path, target)
+
+
+def _fetch_into(dataset: Dataset, todo: list[DataFile], staging: Path, progress: bool,
+                check: bool = True) -> dict[str, str]:
+    """Download every file of ``todo`` under ``staging/files``; return their SHA-256 by path.
+
+    With ``check`` a file whose digest is not the declared one raises
+    `ChecksumError`; without, the digests are only returned.
+    """
     from tqdm import tqdm  # only needed when downloading
 
     archives: dict[str, Path] = {}  # archive URL -> downloaded copy
+    digests: dict[str, str] = {}
     with tqdm(desc=f"fetch {dataset.name}", unit="B", unit_scale=True, unit_divisor=1024,
               file=sys.stderr, disable=not progress) as bar:
         for f in todo:
@@ -322,11 +378,274 @@ def _fetch_into(dataset: Dataset, todo: list[DataFile], staging: Path, progress:
                 reason = getattr(exc, "reason", None) or exc
                 raise DataError(f"data set {dataset.name}: could not download {f.path} "
                                 f"from {base}: {reason}") from None
-            actual = _hash_file(target)
-            if actual != f.sha256.lower():
+            actual = digests[f.path] = _hash_file(target)
+            if check and actual != f.sha256.lower():
                 raise _mismatch(dataset, Path(dataset.folder) / f.path, f.sha256, actual,
                                 f"downloaded from {url}; nothing was cached (a changed upstream "
-                                f"file or a bad mirror)")
+                                f"file or a bad mirror); `cmbench datasets fetch {dataset.name} "
+                                f"--verify` compares the data it holds with the shipped table")
+    return digests
+
+
+# --------------------------------------------------------------------- tables
+
+TABLE_FORMAT = "cmbench-table/1"
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same arrays give the same bytes
+
+
+def _index_dtype(count: int) -> np.dtype:
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if count <= np.iinfo(dtype).max + 1:
+            return np.dtype(dtype)
+    return np.dtype(np.uint64)
+
+
+def _encode_column(col: np.ndarray) -> dict[str, np.ndarray]:
+    """A float64 column as its raw values, or as distinct values and an index when that is smaller.
+
+    Distinct values are taken over the bit patterns, so -0.0, 0.0 and every NaN
+    payload survive: decoding gives back the same bytes.
+    """
+    bits = np.ascontiguousarray(col, dtype=np.float64).view(np.uint64)
+    values, index = np.unique(bits, return_inverse=True)
+    itype = _index_dtype(values.size)
+    if values.size * 8 + bits.size * itype.itemsize < bits.size * 8 // 2:
+        return {"values": values.view(np.float64), "index": index.reshape(-1).astype(itype)}
+    return {"raw": bits.view(np.float64)}
+
+
+def write_table(path: Path | str, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> Path:
+    """Write named arrays and their metadata as a compressed ``.npz`` that `read_table` reads.
+
+    Float arrays (1-D or 2-D) are stored column by column, each either as is or
+    as its distinct values plus a small-integer index, whichever is smaller;
+    other arrays (integers, strings) as they are. The zip members carry a fixed
+    timestamp, so equal inputs give byte-identical files. Plain ``numpy.load``
+    opens the file too (the metadata is the JSON string in member ``meta``).
+
+    Parameters
+    ----------
+    path : the file to write (its folder must exist).
+    arrays : name -> array; names hold no ``.``; no object arrays.
+    meta : JSON-serialisable metadata (source, licence, ...); the key
+        ``arrays`` is reserved for the encoding.
+
+    Returns
+    -------
+    The path written.
+    """
+    members: dict[str, np.ndarray] = {}
+    layout = {}
+    for name, array in arrays.items():
+        array = np.asarray(array)
+        if "." in name or array.dtype.hasobject:
+            raise ValueError(f"array {name!r}: names hold no '.', and object arrays cannot be stored")
+        if array.dtype == np.float64 and array.ndim in (1, 2):
+            cols = array.reshape(array.shape[0], -1)
+            encodings = []
+            for j in range(cols.shape[1]):
+                parts = _encode_column(cols[:, j])
+                encodings.append("dictionary" if "index" in parts else "raw")
+                members.update({f"{name}.{j}.{k}": v for k, v in parts.items()})
+            layout[name] = {"dtype": "float64", "shape": list(array.shape), "columns": encodings}
+        else:
+            members[name] = array
+            layout[name] = {"dtype": array.dtype.str, "shape": list(array.shape)}
+    doc = {"format": TABLE_FORMAT, **{k: v for k, v in meta.items() if k != "arrays"}, "arrays": layout}
+    members = {"meta": np.array(json.dumps(doc, indent=1, ensure_ascii=False)), **members}
+    path = Path(path)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for key, value in members.items():
+            buf = io.BytesIO()
+            value = np.asarray(value)
+            if not value.flags.c_contiguous:  # (ascontiguousarray would turn a 0-d array 1-d)
+                value = np.ascontiguousarray(value)
+            np.lib.format.write_array(buf, value, allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, buf.getvalue(), compresslevel=9)
+    return path
+
+
+def read_table(path: Path | str) -> tuple[dict[str, np.ndarray], dict]:
+    """The arrays and metadata of a table written by `write_table`.
+
+    Raises
+    ------
+    DataError
+        The file is missing, damaged or not a cmbench table (the message names it).
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            meta = json.loads(str(npz["meta"][()]))
+            if meta.get("format") != TABLE_FORMAT:
+                raise DataError(f"{path}: not a cmbench table (format {meta.get('format')!r}, "
+                                f"expected {TABLE_FORMAT!r})")
+            arrays = {}
+            for name, spec in meta["arrays"].items():
+                if "columns" not in spec:
+                    arrays[name] = npz[name]
+                    continue
+                cols = []
+                for j, how in enumerate(spec["columns"]):
+                    if how == "dictionary":
+                        cols.append(npz[f"{name}.{j}.values"][npz[f"{name}.{j}.index"]])
+                    else:
+                        cols.append(npz[f"{name}.{j}.raw"])
+                arrays[name] = np.stack(cols, axis=1).reshape(spec["shape"])
+    except DataError:
+        raise
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the table ({type(exc).__name__}: {exc})") from None
+    return arrays, meta
+
+
+def table_meta(dataset: Dataset) -> dict:
+    """The metadata `derive_table` writes for ``dataset``: its ``about``, source files and their SHA-256."""
+    return {"name": dataset.name, **dict(dataset.table.about),
+            "source_files": {f.path: f.sha256.lower() for f in dataset.files}}
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise: equal bits (so -0.0 differs from 0.0), or both NaN."""
+    if a.dtype.kind == "f":
+        bits = np.dtype(f"u{a.dtype.itemsize}")
+        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        return (a.view(bits) == b.view(bits)) | (np.isnan(a) & np.isnan(b))
+    return a == b
+
+
+def compare_tables(expected: Mapping[str, np.ndarray], actual: Mapping[str, np.ndarray],
+                   labels: tuple[str, str] = ("shipped", "derived")) -> Optional[str]:
+    """The first difference between two sets of named arrays, or None when they are identical.
+
+    Floats must agree bit for bit (any NaN equals any NaN). The message names
+    the array, the row, and the column (by name when a ``columns`` array is
+    present), with both values.
+    """
+    a_name, b_name = labels
+    for name in sorted(set(expected) | set(actual)):
+        if name not in actual or name not in expected:
+            where = b_name if name not in actual else a_name
+            return f"array {name!r} is absent from the {where} table"
+        a, b = np.asarray(expected[name]), np.asarray(actual[name])
+        if a.dtype.kind != b.dtype.kind or (a.dtype.kind == "f" and a.dtype != b.dtype):
+            return f"array {name!r}: dtype {a.dtype} in the {a_name} table, {b.dtype} {b_name}"
+        if a.shape != b.shape:
+            return f"array {name!r}: shape {a.shape} in the {a_name} table, {b.shape} {b_name}"
+        differ = ~_same(a, b)
+        if not differ.any():
+            continue
+        pos = tuple(int(i) for i in np.argwhere(differ)[0])
+        where = f"row {pos[0] + 1}" if pos else "value"
+        if len(pos) == 2:
+            columns = expected.get("columns")
+            col = pos[1]
+            label = repr(str(columns[col])) if columns is not None and len(columns) > col else str(col + 1)
+            where += f", column {label}"
+        return (f"array {name!r} {where}: {a[pos].item()!r} in the {a_name} table, {b[pos].item()!r} {b_name} "
+                f"({int(differ.sum())} of {differ.size} values differ)")
+    return None
+
+
+def load_arrays(dataset: Dataset) -> tuple[dict[str, np.ndarray], str]:
+    """The arrays a data set's loader needs, and which copy they came from.
+
+    From the source files when a data folder holds them (`locate`), else from
+    the shipped table, else from the files after `require` downloads them.
+
+    Returns
+    -------
+    (arrays, origin) with origin ``"source files in <folder>"`` or ``"shipped table <file>"``.
+
+    Raises
+    ------
+    DataError
+        No copy found (see `require`), a damaged source file or table.
+    """
+    if getattr(dataset, "table", None) is None:
+        raise DataError(f"data set {dataset.name} declares no table to load")
+    where = require(dataset)
+    if where.is_dir():
+        return dict(dataset.table.derive(where)), f"source files in {where}"
+    return read_table(where)[0], f"shipped table {where}"
+
+
+def derive_table(dataset: Dataset, out: Path | str) -> Path:
+    """Derive the data set's table from its located source files and write it into folder ``out``.
+
+    Returns the file written (named like the shipped one).
+
+    Raises
+    ------
+    DataError
+        The data set ships no table, or its source files are not found.
+    """
+    if getattr(dataset, "table", None) is None:
+        raise DataError(f"data set {dataset.name} declares no table")
+    folder = locate(dataset)
+    if folder is None:
+        raise DataError(f"data set {dataset.name}: source files not found; looked in {_looked(dataset)}")
+    arrays = dataset.table.derive(folder)
+    return write_table(Path(out) / Path(dataset.table.path).name, arrays, table_meta(dataset))
+
+
+@dataclass
+class Verification:
+    """What `verify` found.
+
+    Attributes
+    ----------
+    name : the data set.
+    difference : the first difference between the shipped table and the
+        table derived from the download (`compare_tables`), or None.
+    digests : path -> (declared SHA-256, downloaded SHA-256), every file.
+    cached : the cache folder the files were installed into (only when every
+        digest matched), else None.
+    """
+
+    name: str
+    difference: Optional[str]
+    digests: dict = field(default_factory=dict)
+    cached: Optional[Path] = None
+
+    @property
+    def bytes_differ(self) -> list[str]:
+        return [p for p, (want, got) in self.digests.items() if want != got]
+
+
+def verify(dataset: Dataset, *, progress: bool = True) -> Verification:
+    """Download the data set's source, derive its table, and compare it with the shipped table.
+
+    The table is compared, not the files' bytes: a source re-saved with other
+    metadata (an ``.xls`` opened in Excel) but the same cells verifies. Files
+    whose digests all match the declared ones are installed into the cache
+    folder, as `fetch` does; otherwise nothing is cached (`locate` would refuse them).
+
+    Raises
+    ------
+    DataError
+        The data set ships no table, a download failed, or the download cannot be parsed.
+    """
+    if getattr(dataset, "table", None) is None or _shipped(dataset) is None:
+        raise DataError(f"data set {dataset.name} ships no table to verify against; "
+                        f"`cmbench datasets fetch {dataset.name}` downloads and checks its files")
+    shipped, _ = read_table(dataset.table.path)
+    dest = cache_dir() / dataset.folder
+    staging = _staging(dest)
+    try:
+        digests = _fetch_into(dataset, list(dataset.files), staging, progress, check=False)
+        derived = dataset.table.derive(staging / "files")
+        result = Verification(dataset.name, compare_tables(shipped, derived),
+                              {f.path: (f.sha256.lower(), digests[f.path]) for f in dataset.files})
+        if not result.bytes_differ:
+            _install(dataset.files, staging, dest)
+            result.cached = dest
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return result
 
 
 # --------------------------------------------------------------------- status
@@ -338,13 +657,15 @@ def status(registry: Any) -> list[dict]:
     -------
     list of dicts with keys ``name``, ``shape`` (nominal (N, n) or None),
     ``rank`` (hint or None), ``present`` (True/False, or None for generated
-    data), ``where`` (the folder found as a str; else the list of folders
-    looked in; None for generated data) and ``error`` (a checksum problem's
-    message, else None). Nothing is downloaded.
+    data), ``copy`` (which copy a run reads: ``"source files"``, ``"shipped
+    table"``, or None when absent or generated), ``where`` (that copy's folder
+    or file as a str; else the list of folders looked in; None for generated
+    data) and ``error`` (a checksum problem's message, else None). Nothing is
+    downloaded.
     """
     rows = []
     for name, ds in sorted(registry.datasets.items()):
-        row = {"name": name, "shape": ds.shape, "rank": ds.rank, "present": None,
+        row = {"name": name, "shape": ds.shape, "rank": ds.rank, "present": None, "copy": None,
                "where": None, "error": None}
         if ds.files:
             looked = [str(base / ds.folder) for base in data_dirs()]
@@ -352,7 +673,13 @@ def status(registry: Any) -> list[dict]:
                 found = locate(ds)
             except DataError as exc:
                 found, row["error"] = None, str(exc)
-            row["present"] = found is not None
-            row["where"] = str(found) if found is not None else looked
+            shipped = _shipped(ds) if found is None and row["error"] is None else None
+            row["present"] = found is not None or shipped is not None
+            if found is not None:
+                row["copy"], row["where"] = "source files", str(found)
+            elif shipped is not None:
+                row["copy"], row["where"] = "shipped table", str(shipped)
+            else:
+                row["where"] = looked
         rows.append(row)
     return rows

@@ -7,6 +7,7 @@ unset, unless ``CI`` is set, where they fail instead).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import http.server
@@ -17,11 +18,14 @@ import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import cmbench
 from cmbench import data as cmdata
 from cmbench.builtins import datasets as ds
+from cmbench.cli import main
 
 SOURCE = os.environ.get("CMBENCH_DATA_DIR")
 
@@ -111,13 +115,18 @@ def test_fetch_real_dataset_lands_verified(env, source, decl):
     assert len(env.requests) == len(decl.files)
 
 
-def test_require_fetches_then_loads(env, source):
-    _serve(ds.BLOOD_TRANSFUSION, source, env.root)
-    data = ds.BLOOD_TRANSFUSION.fn(instance=0, rng=None, **ds.BLOOD_TRANSFUSION.params)
-    assert data.shape == (748, 5)
-    assert (env.cache / "blood_transfusion" / "transfusion.data").is_file()
+def test_require_prefers_source_files_then_the_shipped_table_then_a_download(env, source):
+    decl = ds.BLOOD_TRANSFUSION
+    assert cmdata.require(decl) == Path(decl.table.path)  # no source anywhere: the shipped table
+    assert env.requests == []  # ... and nothing is downloaded for it
+    _serve(decl, source, env.root)
+    bare = dataclasses.replace(decl, table=None)  # a data set that ships no table downloads
+    assert cmdata.require(bare) == env.cache / "blood_transfusion"
     assert len(env.requests) == 1
-    assert cmdata.require(ds.BLOOD_TRANSFUSION) == env.cache / "blood_transfusion"
+    arrays, origin = cmdata.load_arrays(decl)  # cached source files now take precedence
+    assert origin == f"source files in {env.cache / 'blood_transfusion'}"
+    data = decl.fn(instance=0, rng=None, **decl.params)
+    assert data.shape == (748, 5)
     assert len(env.requests) == 1
 
 
@@ -130,12 +139,132 @@ def test_tampered_download_names_file_and_digests_and_caches_nothing(env, source
     with pytest.raises(cmdata.DataError) as info:
         cmdata.fetch(decl, progress=False)
     message = str(info.value)
-    assert "transfusion.data" in message
+    assert "transfusion.data" in message and "--verify" in message
     assert decl.files[0].sha256 in message and sha(tampered) in message
     assert not (env.cache / decl.folder / "transfusion.data").exists()
     assert _leftovers(env.cache) == []
     with pytest.raises(cmdata.ChecksumError, match=sha(tampered)):
-        cmdata.require(decl)  # the same message, not hidden behind "not found"
+        cmdata.require(dataclasses.replace(decl, table=None))  # the same message, not "not found"
+
+
+# ------------------------------------------------------------ --verify
+
+def _verify(*args):
+    result = CliRunner().invoke(main, ["datasets", "fetch", *args, "--verify"])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def test_verify_equal_table_caches_the_verified_files(env, source):
+    decl = ds.BREAST_CANCER
+    _serve(decl, source, env.root)
+    code, out = _verify("breast-cancer")
+    assert code == 0, out
+    assert "breast-cancer: the derived table equals the shipped one" in out
+    assert str(env.cache / decl.folder) in out
+    assert cmdata.locate(decl) == env.cache / decl.folder
+    assert _leftovers(env.cache) == []
+
+
+def test_verify_compares_values_not_bytes(env, source):
+    decl = ds.BLOOD_TRANSFUSION
+    _serve(decl, source, env.root)
+    served = env.root / decl.folder / "transfusion.data"
+    resaved = served.read_bytes().replace(b"\r\n", b"\n")  # other line endings, same values
+    served.write_bytes(resaved)
+    result = cmdata.verify(decl, progress=False)
+    assert result.difference is None
+    assert result.bytes_differ == ["transfusion.data"]
+    assert result.digests["transfusion.data"] == (decl.files[0].sha256, sha(resaved))
+    assert result.cached is None and not (env.cache / decl.folder / "transfusion.data").exists()
+    code, out = _verify("blood-transfusion")
+    assert code == 0 and "equals the shipped one" in out and sha(resaved) in out and "not cached" in out
+
+
+def test_verify_names_the_first_difference(env, source):
+    decl = ds.BREAST_CANCER
+    _serve(decl, source, env.root)
+    served = env.root / decl.folder / "breast-cancer-wisconsin.data"
+    lines = served.read_bytes().split(b"\n")
+    fields = lines[22].split(b",")  # row 23, column 7 of the file = Bare Nuclei
+    assert fields[6] != b"9"
+    old = fields[6].decode()
+    fields[6] = b"9"
+    lines[22] = b",".join(fields)
+    served.write_bytes(b"\n".join(lines))
+    code, out = _verify("breast-cancer")
+    assert code == 1, out
+    assert "differs from the shipped one" in out
+    assert "row 23, column 'Bare Nuclei'" in out and f"{float(old)!r}" in out and "9.0" in out
+    assert "(1 of 6990 values differ)" in out
+    assert cmdata.locate(decl) is None  # the tampered bytes were not cached
+
+
+def test_verify_without_a_table_or_source(env, source):
+    toy = _toy(("a.csv", b"1\n"))
+    with pytest.raises(cmdata.DataError, match="ships no table"):
+        cmdata.verify(toy, progress=False)
+    code, out = _verify("leaf")  # nothing served: the download fails with a one-line error
+    assert code == 2
+
+
+# -------------------------------------------------------------- tables
+
+def test_table_round_trip_keeps_every_bit(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 4))
+    X[:, 1] = rng.integers(0, 5, 500)  # few distinct values: stored as values + index
+    X[:3, 1] = [-0.0, np.inf, np.nan]
+    X[7, 2] = -0.0
+    odd_nan = np.array([0x7FF8_0000_0000_0BAD], dtype=np.uint64).view(np.float64)[0]
+    X[9, 1] = odd_nan
+    arrays = {"X": X, "columns": np.array(["a", "b", "c", "d"]), "code": np.arange(500, dtype=np.uint8),
+              "v": X[:, 1].copy()}
+    path = cmdata.write_table(tmp_path / "t.npz", arrays, {"licence": "CC BY 4.0"})
+    back, meta = cmdata.read_table(path)
+    assert meta["licence"] == "CC BY 4.0" and meta["arrays"]["X"]["columns"][1] == "dictionary"
+    assert meta["arrays"]["X"]["columns"][0] == "raw"
+    for name, array in arrays.items():
+        assert back[name].dtype == array.dtype and back[name].shape == array.shape
+        assert back[name].tobytes() == array.tobytes(), name
+    assert cmdata.compare_tables(arrays, back) is None
+    again = cmdata.write_table(tmp_path / "u.npz", arrays, {"licence": "CC BY 4.0"})
+    assert again.read_bytes() == path.read_bytes()  # reproducible bytes
+    with np.load(path) as plain:  # plain numpy opens it too
+        assert "meta" in plain.files
+
+
+def test_compare_tables_messages():
+    a = {"X": np.array([[1.0, 2.0], [3.0, np.nan]]), "columns": np.array(["p", "q"])}
+    assert cmdata.compare_tables(a, {k: v.copy() for k, v in a.items()}) is None
+    b = {"X": np.array([[1.0, 2.0], [3.0, 4.0]]), "columns": a["columns"]}
+    assert cmdata.compare_tables(a, b) == ("array 'X' row 2, column 'q': nan in the shipped table, "
+                                           "4.0 derived (1 of 4 values differ)")
+    c = {"X": np.array([[1.0, -0.0], [3.0, np.nan]]), "columns": a["columns"]}
+    assert "row 1, column 'q'" in cmdata.compare_tables({**a, "X": np.array([[1.0, 0.0], [3.0, np.nan]])}, c)
+    assert "shape (2, 2) in the shipped table, (1, 2) derived" in cmdata.compare_tables(a, {**a, "X": a["X"][:1]})
+    assert "'columns' is absent from the derived table" in cmdata.compare_tables(a, {"X": a["X"]})
+
+
+def test_damaged_table_is_a_one_line_data_error(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(cmdata.DataError, match="bad.npz: cannot read the table"):
+        cmdata.read_table(bad)
+
+
+def test_datasets_command_says_which_copy_is_used(env, source, monkeypatch):
+    result = CliRunner().invoke(main, ["datasets"])
+    assert result.exit_code == 0
+    rows = {line.split()[0]: line for line in result.output.splitlines()[1:]}
+    assert "shipped table" in rows["leaf"] and ds.LEAF.table.path in rows["leaf"]
+    assert "699x10" in rows["breast-cancer"]
+    monkeypatch.setenv("CMBENCH_DATA_DIR", str(source))
+    rows = {line.split()[0]: line for line in CliRunner().invoke(main, ["datasets"]).output.splitlines()[1:]}
+    assert "source files" in rows["leaf"] and str(source / "leaf") in rows["leaf"]
+    assert "generated" in rows["synthetic-gaussian"]
+    assert env.requests == []
 
 
 # ----------------------------------------------------------------- generic
@@ -257,8 +386,12 @@ def test_status_rows(env):
                                          "synthetic-gaussian": ds.SYNTHETIC[0]})
     rows = {row["name"]: row for row in cmdata.status(registry)}
     assert rows["toy"]["present"] is True and rows["toy"]["where"] == str(env.cache / "toy")
-    assert rows["gone"] == {"name": "gone", "shape": (3, 2), "rank": 1, "present": False,
+    assert rows["toy"]["copy"] == "source files"
+    assert rows["gone"] == {"name": "gone", "shape": (3, 2), "rank": 1, "present": False, "copy": None,
                             "where": [str(env.cache / "gone")], "error": None}
     assert rows["broken"]["present"] is False and sha(b"p") in rows["broken"]["error"]
     assert rows["synthetic-gaussian"]["present"] is None and rows["synthetic-gaussian"]["rank"] == 8
+    shipped = {row["name"]: row for row in cmdata.status(SimpleNamespace(datasets={"leaf": ds.LEAF}))}["leaf"]
+    assert shipped["present"] is True and shipped["copy"] == "shipped table"
+    assert shipped["where"] == ds.LEAF.table.path
     assert env.requests == []  # status never downloads

@@ -46,7 +46,9 @@ from cmbench.cli import main
 from cmbench.errors import UserError
 from cmbench.runner import run_suite
 
-SHARED_DATA = Path("/work/shared/datasets")
+# The real data's source files: $CMBENCH_DATA_DIR, else ../shared/datasets beside the repository.
+SHARED_DATA = Path(os.environ.get("CMBENCH_DATA_DIR")
+                   or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
 
 
 # ====================================================================== helpers
