@@ -16,8 +16,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# An absolute path into a machine's own folders: /work/..., /home/..., /Users/..., C:\Users\...
-# (not preceded by a word character, '.', '~' or '-', so "~/work/x" and "a/home/b" pass).
+# An absolute path into a machine's own folders (its work folder, a home directory, a Windows
+# user folder, a mount), not preceded by a word character, '.', '~', '-' or '/', so that "~"
+# paths, relative paths and URLs pass. The examples in the test below spell "/" as "@" and
+# "\" as "%", so that this file does not name such a path itself.
 MACHINE_PATH = re.compile(
     r"(?<![\w.~\-/])/(?:work|home|Users|root|mnt|scratch)/[\w.\-]"
     r"|\b[A-Za-z]:\\(?:Users|work)\\", re.IGNORECASE)
@@ -38,10 +40,13 @@ def machine_paths(text: str) -> list[tuple[int, str]]:
 
 
 def test_the_pattern_catches_machine_paths_and_spares_relative_ones():
-    flagged = ['SHARED = Path("/work/shared/datasets")', "see /home/ana/data", "/Users/bo/x.csv",
-               r"C:\Users\bo\data", "export CMBENCH_DATA_DIR=/mnt/data/sets"]
-    spared = ["../shared/datasets", "~/work/data", "$CMBENCH_DATA_DIR/leaf", "https://x.org/home/page",
-              "path/work/x", "cmbench/report/figures.py"]
+    def spell(text):
+        return text.replace("@", "/").replace("%", "\\")
+
+    flagged = [spell(t) for t in ['SHARED = Path("@work@shared@datasets")', "see @home@ana@data",
+                                  "@Users@bo@x.csv", "C:%Users%bo%data", "export CMBENCH_DATA_DIR=@mnt@data@sets"]]
+    spared = [spell(t) for t in ["..@shared@datasets", "~@work@data", "$CMBENCH_DATA_DIR@leaf",
+                                 "https:@@x.org@home@page", "path@work@x", "cmbench@report@figures.py"]]
     assert [bool(machine_paths(t)) for t in flagged] == [True] * len(flagged)
     assert [bool(machine_paths(t)) for t in spared] == [False] * len(spared)
 
