@@ -93,6 +93,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
     click.echo(f"cubes: {Path(out) / suite_name}/")
     if report:
         click.echo(f"report: {Path(out) / (suite_name + '.pdf')}")
+    _print_claims(cubes)
     if failed:
         click.echo(f"{len(failed)} cells failed or timed out:", err=True)
         by_error = collections.Counter(row["error"] for row in failed)
@@ -221,6 +222,19 @@ def derive(plugins, name, out) -> None:
             click.echo(f"{decl.name}: ships no table, skipped")
             continue
         click.echo(f"{decl.name}: {data.derive_table(decl, out)}")
+
+
+def _print_claims(cubes) -> None:
+    """The verdicts of the suite's claims, as the report's claims page gives them."""
+    from . import claims
+
+    verdicts = [v for ds in cubes.values() for v in claims.evaluate_cube(ds)]
+    if not verdicts:
+        return
+    click.echo(f"\n{claims.title(verdicts)}:")
+    _table(("experiment", "claim", "in the paper", "verdict", "measured"),
+           [(v.experiment, v.claim["id"], v.claim.get("paper", "") or "-", v.verdict, v.numbers)
+            for v in verdicts])
 
 
 def _table(header, rows) -> None:

@@ -24,6 +24,8 @@ FORMAT = 1
 DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
 CELL_VARS = ("l2", "mahalanobis", "seconds", "evaluations")
 RECOVERY_VARS = ("recovered_fraction", "discarded_fraction")
+#: a recoverer's own diagnostics (its ``info`` dict), NaN where it reports none
+RECOVERY_INFO_VARS = ("converged", "iterations")
 CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv")
 STATUSES = ("ok", "undefined", "not-applicable", "failed", "timeout")
 
@@ -42,7 +44,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     cell = {v: np.full(shape, np.nan) for v in CELL_VARS}
     status = np.full(shape, "missing", dtype=object)
     error = np.full(shape, "", dtype=object)
-    rec = {v: np.full(shape[:5], np.nan) for v in RECOVERY_VARS}
+    rec = {v: np.full(shape[:5], np.nan) for v in RECOVERY_VARS + RECOVERY_INFO_VARS}
     cor = {v: np.full(shape[:4], np.nan) for v in CORRUPTION_VARS}
     for key, result in results.items():
         u = tuple(index[d][k] for d, k in zip(DIMS[:4], key))
@@ -52,6 +54,9 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
             r = u + (index["recoverer"][r_label],)
             for v in RECOVERY_VARS:
                 rec[v][r] = recovery.get(v, np.nan)
+            info = recovery.get("info") or {}
+            for v in RECOVERY_INFO_VARS:
+                rec[v][r] = float(info.get(v, np.nan))
             for e_label, c in result["cells"][r_label].items():
                 i = r + (index["estimator"][e_label],)
                 status[i], error[i] = c["status"], c.get("error", "")

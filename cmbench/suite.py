@@ -27,7 +27,7 @@ REQUIRED_SUITE_KEYS = ("name", "experiment")
 EXPERIMENT_KEYS = {
     "name": str, "description": str, "datasets": list, "instances": (int, list),
     "adversaries": list, "budgets": (list, dict), "recoverers": list, "estimators": list,
-    "metrics": list, "methods": dict,
+    "metrics": list, "methods": dict, "claim": list,
 }
 REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recoverers", "estimators")
 METRICS = ("l2", "mahalanobis")
@@ -80,6 +80,7 @@ class Experiment:
     estimators: tuple
     metrics: tuple
     methods: dict  # label -> (recoverer label, estimator label)
+    claims: tuple = ()  # normalized claim dicts (cmbench.claims.parse_claims)
 
 
 @dataclass(frozen=True)
@@ -269,14 +270,28 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
         if m not in METRICS:
             raise ctx.at(f"metrics[{i}]").error(f"unknown metric {m!r}; {choices_hint(str(m), METRICS)}")
     methods = _methods(ctx.at("methods"), table.get("methods", {}), lists)
+    claims = _claims(ctx, table.get("claim", []), methods, lists, metrics)
     if methods:
         methods = _contender_methods(methods, lists, contenders)
     return Experiment(
         name=table["name"], description=table.get("description", ""),
         datasets=lists["datasets"], instances=instances, adversaries=lists["adversaries"],
         budgets=budgets, recoverers=lists["recoverers"], estimators=lists["estimators"],
-        metrics=metrics, methods=methods,
+        metrics=metrics, methods=methods, claims=claims,
     )
+
+
+def _claims(ctx: _Ctx, tables: list, methods: dict, lists: dict, metrics: tuple) -> tuple:
+    """The experiment's ``[[experiment.claim]]`` tables, validated (see `cmbench.claims`)."""
+    from . import claims, theory
+
+    labels = list(methods) or [f"{r.label}+{e.label}" for r in lists["recoverers"]
+                               for e in lists["estimators"]]
+    return claims.parse_claims(
+        tables, error=lambda key, msg: ctx.at(key).error(msg), methods=labels,
+        datasets=[d.label for d in lists["datasets"]], metrics=list(metrics),
+        adversaries=[a.label for a in lists["adversaries"]],
+        threshold_keys=list(theory.THRESHOLD_LABELS))
 
 
 def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:

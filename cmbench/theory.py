@@ -29,6 +29,7 @@ import scipy.sparse
 __all__ = [
     "m_a", "critical_rows", "disc", "d_tv_gaussian", "mahalanobis", "d_entry",
     "d_entry_bound", "d_tv_empirical", "thresholds", "THRESHOLD_LABELS",
+    "general_position_m_a", "rho_learn", "general_position_label",
 ]
 
 _CHUNK_ELEMS = 1 << 21  # floats per temporary array in the batched loops
@@ -775,7 +776,38 @@ def thresholds(A, **m_a_kwargs) -> dict[str, float]:
     return {
         "m_a/2n": m / (2 * n),
         "m_a/4n": m / (4 * n),
-        "rho_learn": (m - 1) / (n + (m - 1) * (m - 2)),
+        "rho_learn": rho_learn(n, m),
         "rho_unlearnable": (m - 1) / n,
         "1/n": 1 / n,
     }
+
+
+def rho_learn(n: int, m: int) -> float:
+    """(m-1)/(n+(m-1)(m-2)): the A2 budget below which Lemma lm:recovery_rho
+    (and Theorem thm:metaUnknownA2) guarantee an unknown structure is learnable,
+    for n coordinates and m_A = m."""
+    return (m - 1) / (n + (m - 1) * (m - 2))
+
+
+def general_position_m_a(A) -> int:
+    """n - rank(A) + 1: m_A of an A whose every rank(A) rows are linearly independent.
+
+    It is the largest m_A an n-row A of that rank can have (removing n - r + 1
+    rows leaves r - 1, of rank below r), and the value the proof of Lemma
+    lm:recovery_rho takes for A "of full rank". An A with structure (zeros,
+    blocks) has a smaller m_A, for which the lemma's bounds are not proven; the
+    paper's block-diagonal A (two 8 x 4 blocks) has m_A = 5 against
+    n - r + 1 = 9.
+
+    Parameters
+    ----------
+    A : (n, r) array.
+    """
+    A = _validated_matrix(A)
+    return int(A.shape[0] - np.linalg.matrix_rank(A) + 1)
+
+
+def general_position_label(n_minus_r_plus_1: int, m: int) -> str:
+    """Legend label of `rho_learn` at m_A = n - r + 1, for an A whose m_A is ``m``."""
+    return (f"(m_A-1)/(n+(m_A-1)(m_A-2)) at m_A = n-r+1 = {n_minus_r_plus_1}, as Lemma 3 "
+            f"assumes (this A has m_A = {m})")

@@ -3,7 +3,8 @@
 `write_report` lays out, for a list of cubes (one per experiment):
 
 1. provenance: suite, seed, cmbench and plugin versions, data sets with shapes,
-   when and where each cube was made, cells per status;
+   when and where each cube was made, cells per status; then, when the suite
+   declares claims, their verdicts ("The paper's claims", module `claims`);
 2. per experiment (a section whose page titles start with the experiment):
    error versus budget, one page per (adversary, metric), one panel per data set,
    one line per method (mean over instances, 95% band), the recovery thresholds
@@ -36,7 +37,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from .. import __version__
 from ..errors import UserError
 from ..output import writable_folder
-from . import figures, significance, stress, tables
+from . import claims, figures, significance, stress, tables
 from .figures import Page
 from .load import Cube, load_cube, load_cubes
 from .style import RC, MethodStyles
@@ -125,6 +126,7 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
                         f"(data set, adversary, budget) with the cubes reported")
     pages = [Page(f, "provenance", png=False)
              for f in tables.provenance_pages(cubes, title, __version__, baseline)]
+    pages += [Page(f, "claims", png=False) for f in claims.claims_pages(cubes)]
     for cube in cubes:
         pages += figures.error_pages(cube, styles)
         pages += [Page(f, f"{cube.experiment}-ranking", png=False)

@@ -18,6 +18,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from .claims import convergence_lines
 from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_NAMES, METRIC_TEXT, Cube, summarize
 from .style import PAGE, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
@@ -37,6 +38,7 @@ THRESHOLD_SCOPE = {
     "m_a/4n": (("value", "coordinate"), ("replace",)),
     "rho_learn": (("value",), ("missing",)),
     "rho_unlearnable": (("value",), ("missing",)),
+    "rho_learn_general": (("value",), ("missing",)),  # rho_learn at m_A = n - r + 1
     "1/n": (("coordinate",), ("missing",)),
 }
 
@@ -79,7 +81,7 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                     empty.append(d)
                     continue
                 panels.append(_panel(cube, adversary, d, mean, summ.half.sel(dataset=d)))
-            notes = []
+            notes = [f"Recoverer {line}" for line in convergence_lines(cube)]
             if empty:
                 notes.append(_empty_note(cube, status.sel(adversary=adversary), metric, empty))
             notes += _gap_notes(cube, status.sel(adversary=adversary),

@@ -35,6 +35,8 @@ REQUIRED = {
 OPTIONAL = {
     "recovered_fraction": DIMS[:5],
     "discarded_fraction": DIMS[:5],
+    "converged": DIMS[:5],
+    "iterations": DIMS[:5],
     "d_entry1": CELL_DIMS,
     "d_entry_inf": CELL_DIMS,
     "d_tv": CELL_DIMS,

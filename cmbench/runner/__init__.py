@@ -164,6 +164,7 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
         "experiment": exp.name, "description": exp.description or suite.description,
         "seed": suite.seed, "metrics": list(exp.metrics),
         "methods": {k: list(v) for k, v in exp.methods.items()},
+        "claims": list(exp.claims),
         "plugins": [{"plugin": s.plugin, "version": s.version} for s in suite.registry.plugins],
         "components": {kind: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
                               for e in getattr(exp, kind)}
@@ -195,6 +196,15 @@ def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[fl
             info["m_a"] = int(theory.m_a(data.structure))
             info["thresholds"] = {k: {"value": float(v), "label": theory.THRESHOLD_LABELS.get(k, k)}
                                   for k, v in theory.thresholds(data.structure).items()}
+            # Lemma lm:recovery_rho is proven for m_A = n - r + 1; where A has a
+            # smaller m_A, the bound at the lemma's m_A is drawn beside it.
+            general = theory.general_position_m_a(data.structure)
+            info["m_a_general"] = general
+            if general != info["m_a"]:
+                info["thresholds"]["rho_learn_general"] = {
+                    "value": float(theory.rho_learn(data.X.shape[1], general)),
+                    "label": theory.general_position_label(general, info["m_a"]),
+                    "levels": ["value"], "modes": ["missing"]}
         except (ValueError, np.linalg.LinAlgError) as exc:  # the report then draws no thresholds
             info["error"] = f"m_A not computed: {exc}"
     return info

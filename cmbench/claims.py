@@ -1,0 +1,521 @@
+"""A suite's quantitative claims: declared in the suite file, checked on the cube.
+
+An experiment may declare claims, each an ``[[experiment.claim]]`` table saying
+who beats whom, on which data sets, over which budgets and by what factor (or
+that two methods give the same error). `parse_claims` validates them when the
+suite loads; the runner stores them in the cube's ``claims`` attribute and
+`evaluate` computes each verdict from the cube's numbers alone:
+
+* ``holds``: the claim is true at every cell it speaks about;
+* ``holds up to rho = x``: true at every budget up to x, false at the next
+  budget of its range (the symbol follows the adversary's level);
+* ``fails``: false at its smallest budget, or its peak factor is not reached;
+* ``no data``: no cell it speaks about has values for the methods compared.
+
+A claim table's keys:
+
+``id`` (required)
+    a short name, unique in the experiment (``"a"``).
+``paper``
+    where the claim is made (section, figure), e.g. ``"sec:experiments, fig:realworld"``.
+``text``
+    the claim in words.
+``better`` and ``worse`` (one form)
+    method labels: each method of ``better`` has a lower error than each of
+    ``worse``, by ``factor``: ``factor * error(better) < error(worse)``.
+``same`` (the other form)
+    method labels whose errors agree within ``rtol``:
+    ``|e1 - e2| <= rtol * max(|e1|, |e2|)``.
+``datasets``
+    data set labels (default: all of the experiment).
+``budgets``
+    the budget range: ``{above|from = x, below|to = y}`` (``above`` and
+    ``below`` exclude their end, ``from`` and ``to`` include it). An end is a
+    number or the key of a recovery threshold that the runner records for
+    data sets with a known structure (``"rho_learn"``: see
+    `cmbench.theory.thresholds`). A table keyed by data set labels gives one
+    range per data set. Default: every budget.
+``metric``
+    error variable (default: the experiment's first metric).
+``adversaries``
+    adversary labels (default: all of the experiment).
+``factor``
+    for ``better``/``worse``, at least 1 (default 1: strictly lower error).
+``peak``
+    for ``better``/``worse``: on each data set, at some budget of the range,
+    every method of ``worse`` has at least ``peak`` times the error of every
+    method of ``better`` ("as much as 2x lower": ``peak = 2``).
+``rtol``
+    for ``same`` (default 0.05).
+
+A method's error in a cell (data set, adversary, budget) is its mean over the
+instances whose status is ok, as the report's curves show it. Cells where a
+method has no value (undefined, not applicable, failed) are skipped, and the
+numbers say how many.
+
+This module imports neither the runner nor the report: the CLI and the report
+both call `evaluate` on a cube.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+CLAIM_KEYS = {
+    "id": str, "paper": str, "text": str, "better": list, "worse": list, "same": list,
+    "datasets": list, "budgets": dict, "metric": str, "adversaries": list,
+    "factor": (int, float), "peak": (int, float), "rtol": (int, float),
+}
+RANGE_KEYS = ("above", "from", "below", "to")
+#: budget symbol per adversary level, in plain text (the paper's A1, A2, A3)
+LEVEL_SYMBOL = {"sample": "epsilon", "value": "rho", "coordinate": "alpha"}
+HOLDS, FAILS, NO_DATA = "holds", "fails", "no data"
+
+
+# --------------------------------------------------------------------------- #
+# Parsing
+# --------------------------------------------------------------------------- #
+
+def parse_claims(tables: Any, *, error: Callable[[str, str], Exception], methods: Sequence[str],
+                 datasets: Sequence[str], metrics: Sequence[str], adversaries: Sequence[str],
+                 threshold_keys: Sequence[str]) -> tuple[dict, ...]:
+    """Validate an experiment's claim tables; return them normalized (plain JSON values).
+
+    Parameters
+    ----------
+    tables : the value of the experiment's ``claim`` key (a list of tables).
+    error : ``error(key, message)`` builds the exception to raise, ``key``
+        relative to the experiment (``"claim[0].better[1]"``); the suite loader
+        makes it name the file.
+    methods, datasets, metrics, adversaries : the experiment's labels.
+    threshold_keys : names a budget range may use for an end.
+
+    Returns
+    -------
+    One dict per claim with every key filled in: ``id, paper, text, kind``
+    (``"beats"`` or ``"same"``), ``better, worse, same, datasets, budgets``
+    (data set -> range dict), ``metric, adversaries, factor, peak, rtol``.
+
+    Raises
+    ------
+    Whatever ``error`` builds: unknown key, wrong type, unknown label, a range
+    that is empty or outside [0, 1], a duplicate id.
+    """
+    if not isinstance(tables, list):
+        raise error("claim", "expected an array of tables ([[experiment.claim]])")
+    out, ids = [], set()
+    for i, table in enumerate(tables):
+        where = f"claim[{i}]"
+        if not isinstance(table, dict):
+            raise error(where, "a claim is a table ([[experiment.claim]])")
+        claim = _parse_one(table, where, error, methods, datasets, metrics, adversaries,
+                           threshold_keys)
+        if claim["id"] in ids:
+            raise error(f"{where}.id", f"duplicate claim id {claim['id']!r}")
+        ids.add(claim["id"])
+        out.append(claim)
+    return tuple(out)
+
+
+def _hint(name: str, valid: Sequence[str]) -> str:
+    valid = list(valid)
+    close = difflib.get_close_matches(str(name), valid, n=1, cutoff=0.5)
+    text = f"valid: {', '.join(valid)}" if valid else "none declared"
+    return (f"did you mean {close[0]!r}? " if close else "") + text
+
+
+def _parse_one(table, where, error, methods, datasets, metrics, adversaries, threshold_keys):
+    for key, value in table.items():
+        if key not in CLAIM_KEYS:
+            raise error(f"{where}.{key}", f"unknown key in a claim; {_hint(key, CLAIM_KEYS)}")
+        expected = CLAIM_KEYS[key]
+        if isinstance(value, bool) or not isinstance(value, expected):
+            kind = {str: "a string", list: "an array", dict: "a table"}.get(expected, "a number")
+            raise error(f"{where}.{key}", f"expected {kind}, got {type(value).__name__} {value!r}")
+    if "id" not in table or not table["id"].strip():
+        raise error(where, "a claim needs a non-empty 'id', e.g. id = \"a\"")
+    beats = "better" in table or "worse" in table
+    if beats == ("same" in table):
+        raise error(where, "a claim says either who beats whom (better = [...], worse = [...]) "
+                           "or which methods agree (same = [...]), not both and not neither")
+
+    def labels(key, valid, what, least=1):
+        items = table.get(key)
+        if items is None:
+            raise error(where, f"missing key {key!r}")
+        if len(items) < least:
+            raise error(f"{where}.{key}", f"name at least {least} {what}")
+        for j, item in enumerate(items):
+            if not isinstance(item, str) or item not in valid:
+                raise error(f"{where}.{key}[{j}]",
+                            f"{what[:-1] if what.endswith('s') else what} {item!r} is not in this "
+                            f"experiment; {_hint(str(item), valid)}")
+        if len(set(items)) != len(items):
+            raise error(f"{where}.{key}", "a label appears twice")
+        return list(items)
+
+    claim = {"id": table["id"].strip(), "paper": table.get("paper", ""), "text": table.get("text", ""),
+             "kind": "beats" if beats else "same", "better": [], "worse": [], "same": []}
+    if beats:
+        claim["better"] = labels("better", methods, "methods")
+        claim["worse"] = labels("worse", methods, "methods")
+        common = set(claim["better"]) & set(claim["worse"])
+        if common:
+            raise error(f"{where}.worse", f"method {sorted(common)[0]!r} is on both sides")
+    else:
+        claim["same"] = labels("same", methods, "methods", least=2)
+    for key in (("factor", "peak") if not beats else ()) + (("rtol",) if beats else ()):
+        if key in table:
+            raise error(f"{where}.{key}", f"{key!r} does not apply to a "
+                                          f"{'same' if not beats else 'better/worse'} claim")
+    claim["datasets"] = labels("datasets", datasets, "data sets") if "datasets" in table else list(datasets)
+    claim["adversaries"] = (labels("adversaries", adversaries, "adversaries") if "adversaries" in table
+                            else list(adversaries))
+    metric = table.get("metric", metrics[0] if metrics else "l2")
+    if metric not in metrics:
+        raise error(f"{where}.metric", f"metric {metric!r} is not among this experiment's metrics; "
+                                       f"{_hint(metric, metrics)}")
+    claim["metric"] = metric
+    factor = float(table.get("factor", 1.0))
+    if not (math.isfinite(factor) and factor >= 1.0):
+        raise error(f"{where}.factor", f"a factor is a number >= 1, got {table.get('factor')!r}")
+    peak = table.get("peak")
+    if peak is not None and not (math.isfinite(peak) and peak >= 1.0):
+        raise error(f"{where}.peak", f"a peak factor is a number >= 1, got {peak!r}")
+    rtol = float(table.get("rtol", 0.05))
+    if not (math.isfinite(rtol) and 0.0 <= rtol < 1.0):
+        raise error(f"{where}.rtol", f"a relative tolerance is in [0, 1), got {table.get('rtol')!r}")
+    claim.update(factor=factor, peak=None if peak is None else float(peak), rtol=rtol)
+    claim["budgets"] = _parse_budgets(table.get("budgets", {}), f"{where}.budgets", error,
+                                      claim["datasets"], threshold_keys)
+    return claim
+
+
+def _parse_budgets(value: dict, where, error, datasets, threshold_keys) -> dict:
+    if value and not any(k in RANGE_KEYS for k in value):  # one range per data set
+        out = {}
+        for d, rng in value.items():
+            if d not in datasets:
+                raise error(f"{where}.{d}", f"neither a range key ({', '.join(RANGE_KEYS)}) nor a data "
+                                            f"set of this claim; {_hint(d, list(datasets))}")
+            if not isinstance(rng, dict):
+                raise error(f"{where}.{d}", f"expected a range table, e.g. {{above = 0, below = 0.35}}, "
+                                            f"got {rng!r}")
+            out[d] = _parse_range(rng, f"{where}.{d}", error, threshold_keys)
+        for d in datasets:
+            out.setdefault(d, {})
+        return out
+    rng = _parse_range(value, where, error, threshold_keys)
+    return {d: dict(rng) for d in datasets}
+
+
+def _parse_range(value: dict, where, error, threshold_keys) -> dict:
+    for key, end in value.items():
+        if key not in RANGE_KEYS:
+            raise error(f"{where}.{key}", f"unknown key in a budget range; {_hint(key, RANGE_KEYS)}")
+        if isinstance(end, str):
+            if end not in threshold_keys:
+                raise error(f"{where}.{key}", f"unknown recovery threshold {end!r}; "
+                                              f"{_hint(end, list(threshold_keys))}")
+        elif isinstance(end, bool) or not isinstance(end, (int, float)) or not 0.0 <= end <= 1.0:
+            raise error(f"{where}.{key}", f"a budget in [0, 1] or a threshold name, got {end!r}")
+    for a, b in (("above", "from"), ("below", "to")):
+        if a in value and b in value:
+            raise error(where, f"give {a!r} or {b!r}, not both")
+    lo = value.get("above", value.get("from"))
+    hi = value.get("below", value.get("to"))
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and (
+            lo > hi or (lo == hi and ("above" in value or "below" in value))):
+        raise error(where, f"empty budget range {value}")
+    return {k: (float(v) if not isinstance(v, str) else v) for k, v in value.items()}
+
+
+# --------------------------------------------------------------------------- #
+# Evaluation
+# --------------------------------------------------------------------------- #
+
+@dataclass
+class Verdict:
+    """A claim's verdict on one cube.
+
+    Attributes
+    ----------
+    claim : the normalized claim (see `parse_claims`).
+    experiment : the cube's experiment.
+    verdict : ``"holds"``, ``"holds up to rho = x"``, ``"fails"`` or ``"no data"``.
+    numbers : the measured numbers the verdict rests on, in words.
+    holds : True, False, or None for no data; "holds up to" counts as False.
+    up_to : the largest budget up to which it holds, when it breaks above it.
+    compared, passed : cells compared and cells where the claim is true.
+    """
+
+    claim: dict
+    experiment: str
+    verdict: str
+    numbers: str
+    holds: bool | None
+    up_to: float | None = None
+    compared: int = 0
+    passed: int = 0
+    details: dict = field(default_factory=dict)
+
+
+def claims_of(ds: xr.Dataset) -> list[dict]:
+    """The claims recorded in a cube's attributes (none for an older cube)."""
+    raw = ds.attrs.get("claims")
+    if raw is None:
+        return []
+    return list(json.loads(raw) if isinstance(raw, str) else raw)
+
+
+def evaluate_cube(ds: xr.Dataset) -> list[Verdict]:
+    """Every claim recorded in the cube, evaluated on it."""
+    return [evaluate(ds, c) for c in claims_of(ds)]
+
+
+def _attr(ds: xr.Dataset, key: str, default):
+    raw = ds.attrs.get(key)
+    if raw is None:
+        return default
+    return json.loads(raw) if isinstance(raw, str) else raw
+
+
+def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[str]],
+                  labels: Sequence[str]) -> xr.DataArray:
+    """Mean error over the ok instances, dims (method, dataset, adversary, budget)."""
+    vals = ds[metric].where((ds["status"].astype(str) == "ok") & np.isfinite(ds[metric]))
+    mean = vals.mean("instance", skipna=True)
+    out = []
+    for m in labels:
+        rec, est = methods[m]
+        out.append(mean.sel(recoverer=rec, estimator=est, drop=True))
+    return xr.concat(out, dim="method").assign_coords(method=list(labels)).transpose(
+        "method", "dataset", "adversary", "budget")
+
+
+def _budget_mask(budgets: np.ndarray, rng: dict, info: dict) -> tuple[np.ndarray, str]:
+    """Budgets of the range; a note when a threshold end is not known for the data set."""
+    mask = np.ones(budgets.shape, bool)
+    for key, end in rng.items():
+        if isinstance(end, str):
+            entry = (info.get("thresholds") or {}).get(end)
+            value = entry.get("value") if isinstance(entry, dict) else entry
+            if value is None or not np.isfinite(float(value)):
+                return np.zeros(budgets.shape, bool), f"threshold {end} unknown"
+            end = float(value)
+        tol = 1e-12
+        if key == "above":
+            mask &= budgets > end + tol
+        elif key == "from":
+            mask &= budgets >= end - tol
+        elif key == "below":
+            mask &= budgets < end - tol
+        elif key == "to":
+            mask &= budgets <= end + tol
+    return mask, ""
+
+
+def _range_text(rng: dict, info: dict) -> str:
+    parts = []
+    for key, sym in (("above", ">"), ("from", ">="), ("below", "<"), ("to", "<=")):
+        if key in rng:
+            end = rng[key]
+            if isinstance(end, str):
+                entry = (info.get("thresholds") or {}).get(end)
+                value = entry.get("value") if isinstance(entry, dict) else entry
+                end = f"{end} = {_num(value)}" if value is not None else end
+            else:
+                end = _num(end)
+            parts.append(f"{sym} {end}")
+    return " and ".join(parts) if parts else "all budgets"
+
+
+def _num(x) -> str:
+    if x is None or not np.isfinite(x):
+        return "–" if x is None or np.isnan(x) else "inf"
+    return f"{x:.3g}"
+
+
+def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
+    """The verdict of one claim on one cube, from the cube's numbers alone.
+
+    Parameters
+    ----------
+    ds : a results cube (an experiment's ``xarray.Dataset``).
+    claim : a normalized claim (`parse_claims`, or the cube's ``claims`` attribute).
+
+    Returns
+    -------
+    Verdict
+    """
+    claim = dict(claim)
+    experiment = str(ds.attrs.get("experiment", ""))
+    methods = {k: tuple(v) for k, v in _attr(ds, "methods", {}).items()} or {
+        f"{r}+{e}": (str(r), str(e)) for r in ds["recoverer"].values for e in ds["estimator"].values}
+    infos = _attr(ds, "datasets_info", {})
+    adv_info = _attr(ds, "adversaries_info", {})
+    labels = claim["better"] + claim["worse"] if claim["kind"] == "beats" else claim["same"]
+    missing = [m for m in labels if m not in methods]
+    if missing or claim["metric"] not in ds:
+        what = f"method {missing[0]!r}" if missing else f"metric {claim['metric']!r}"
+        return Verdict(claim, experiment, NO_DATA, f"the cube has no {what}", None)
+    datasets = [d for d in claim["datasets"] if d in set(ds["dataset"].values.astype(str))]
+    adversaries = [a for a in claim["adversaries"] if a in set(ds["adversary"].values.astype(str))]
+    errs = method_errors(ds, claim["metric"], methods, labels)
+    budgets = np.asarray(ds["budget"].values, float)
+    levels = {str(adv_info.get(a, {}).get("level", "")) for a in adversaries}
+    symbol = LEVEL_SYMBOL.get(levels.pop(), "budget") if len(levels) == 1 else "budget"
+
+    # Per cell (data set, adversary, budget): compared?, true?, and the figures.
+    cells = []  # (dataset, adversary, budget, ok, score, detail)
+    notes = []
+    for d in datasets:
+        info = infos.get(d, {})
+        mask, note = _budget_mask(budgets, claim["budgets"].get(d, {}), info)
+        if note:
+            notes.append(f"{d}: {note}")
+        for a in adversaries:
+            e = errs.sel(dataset=d, adversary=a)
+            for k in np.flatnonzero(mask):
+                vals = {m: float(e.sel({"method": m}).values[k]) for m in labels}
+                cell = (_beats_cell if claim["kind"] == "beats" else _same_cell)(claim, vals)
+                if cell is not None:
+                    cells.append((d, a, float(budgets[k])) + cell)
+    if not cells:
+        why = "; ".join(notes) if notes else "no cell of the claim's range has values for its methods"
+        return Verdict(claim, experiment, NO_DATA, why, None)
+    return (_beats_verdict if claim["kind"] == "beats" else _same_verdict)(
+        claim, experiment, cells, symbol, notes, budgets, infos)
+
+
+def _beats_cell(claim, vals):
+    """(ok, worst ratio, (better, worse) of the worst pair, values) or None if nothing compares."""
+    worst, pair = math.inf, None
+    for b in claim["better"]:
+        for w in claim["worse"]:
+            eb, ew = vals[b], vals[w]
+            if not (np.isfinite(eb) and np.isfinite(ew)):
+                continue
+            ratio = ew / eb if eb > 0 else (math.inf if ew > 0 else 1.0)
+            if ratio < worst or pair is None:
+                worst, pair = ratio, (b, w)
+    if pair is None:
+        return None
+    # strictly lower by the factor: factor * e_better < e_worse, i.e. ratio > factor
+    return worst > claim["factor"], worst, pair, vals
+
+
+def _same_cell(claim, vals):
+    finite = {m: v for m, v in vals.items() if np.isfinite(v)}
+    if len(finite) < 2:
+        return None
+    hi, lo = max(finite.values()), min(finite.values())
+    scale = max(abs(hi), abs(lo))
+    rel = (hi - lo) / scale if scale > 0 else 0.0
+    return rel <= claim["rtol"], rel, None, vals
+
+
+def _prefix(cells):
+    """The largest budget up to which every compared cell is true (None if the first is false)."""
+    bad = sorted({c[2] for c in cells if not c[3]})
+    if not bad:
+        return None, False
+    below = sorted({c[2] for c in cells if c[2] < bad[0]})
+    return (below[-1] if below else None), True
+
+
+def _where(cell, symbol):
+    return f"{cell[0]}, {symbol} = {_num(cell[2])}"
+
+
+def _false_at(cells, symbol, most: int = 3) -> str:
+    """"rho = 0.3 (d1, d2), 0.35 (d1)": the budgets where the claim is false, with data sets."""
+    where: dict[float, list] = {}
+    for c in sorted(cells, key=lambda c: c[2]):
+        if not c[3] and c[0] not in where.setdefault(c[2], []):
+            where[c[2]].append(c[0])
+    where = {b: ds for b, ds in where.items() if ds}
+    shown = [f"{_num(b)} ({', '.join(ds)})" for b, ds in list(where.items())[:most]]
+    more = f", +{len(where) - most} more budgets" if len(where) > most else ""
+    return f"{symbol} = " + ", ".join(shown) + more
+
+
+def _beats_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
+    passed = sum(1 for c in cells if c[3])
+    worst = min(cells, key=lambda c: c[4])
+    b, w = worst[5]
+    factor = claim["factor"]
+    parts = [f"{passed} of {len(cells)} cells true"]
+    parts.append(f"smallest ratio {w}/{b} = {_num(worst[4])} ({_where(worst, symbol)}: "
+                 f"{b} {_num(worst[6][b])}, {w} {_num(worst[6][w])})"
+                 + (f", claimed > {_num(factor)}" if factor != 1 else ""))
+    up_to, broke = _prefix(cells)
+    if broke:
+        parts.append(f"false at {_false_at(cells, symbol)}")
+    # the peak: per data set, the best budget's worst ratio, among budgets <= up_to
+    peak_ok = True
+    if claim.get("peak") is not None:
+        limit = up_to if broke else math.inf
+        peaks = []
+        for d in dict.fromkeys(c[0] for c in cells):
+            mine = [c for c in cells if c[0] == d and (limit is not None and c[2] <= limit)]
+            if not mine:
+                peaks.append((d, None, None))
+                peak_ok = False
+                continue
+            best = max(mine, key=lambda c: c[4])
+            peaks.append((d, best[4], best[2]))
+            peak_ok &= best[4] >= claim["peak"]
+        parts.append("peak ratio " + ", ".join(
+            f"{d} {_num(r)} at {symbol} = {_num(x)}" if r is not None else f"{d} –"
+            for d, r, x in peaks) + f" (claimed >= {_num(claim['peak'])})")
+    parts += notes
+    if not broke and peak_ok:
+        verdict, holds = HOLDS, True
+    elif broke and up_to is not None and peak_ok:
+        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
+    else:
+        verdict, holds, up_to = FAILS, False, None
+    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+
+
+def _same_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
+    passed = sum(1 for c in cells if c[3])
+    worst = max(cells, key=lambda c: c[4])
+    ranges = sorted({_range_text(claim["budgets"].get(c[0], {}), infos.get(c[0], {})) for c in cells})
+    parts = [f"{passed} of {len(cells)} cells within {_num(100 * claim['rtol'])}%",
+             f"largest relative difference {_num(100 * worst[4])}% ({_where(worst, symbol)}: "
+             + ", ".join(f"{m} {_num(v)}" for m, v in worst[6].items()) + ")",
+             f"{symbol} {'; '.join(ranges)}"]
+    up_to, broke = _prefix(cells)
+    if broke:
+        parts.append(f"apart at {_false_at(cells, symbol)}")
+    parts += notes
+    if not broke:
+        verdict, holds = HOLDS, True
+    elif up_to is not None:
+        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
+    else:
+        verdict, holds = FAILS, False
+    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+
+
+def title(verdicts: Sequence[Verdict]) -> str:
+    """"The paper's claims" when every claim says where the paper makes it, else "Claims"."""
+    return ("The paper's claims" if verdicts and all(v.claim.get("paper") for v in verdicts)
+            else "Claims")
+
+
+def describe(claim: Mapping) -> str:
+    """The claim in words, from its keys (used when it has no ``text``)."""
+    on = ", ".join(claim["datasets"])
+    if claim["kind"] == "same":
+        return f"{' = '.join(claim['same'])} within {_num(100 * claim['rtol'])}% on {on}"
+    by = f" by a factor {_num(claim['factor'])}" if claim["factor"] != 1 else ""
+    return f"{' and '.join(claim['better'])} beat(s) {' and '.join(claim['worse'])}{by} on {on}"
