@@ -1,0 +1,263 @@
+"""Dask workers that share nothing with the client.
+
+A real ``dask scheduler`` and two ``dask worker`` processes run in a private
+mount namespace where a tmpfs hides the client's folder (plugin files, suite
+files, csv tables) and the data folders, in another working directory, with
+another ``HOME`` and without ``CMBENCH_DATA_DIR``. A job must carry everything
+the workers need, and the cube must equal the serial run's.
+
+Needs root (to mount) and ``unshare``; skipped otherwise.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from conftest import WINSORIZED
+
+pytest.importorskip("distributed")
+
+REPO = Path(__file__).resolve().parents[1]
+DASK = Path(sys.executable).parent / "dask"
+
+# Starts the scheduler and the workers inside the namespace, once the folders
+# given as arguments are covered by empty tmpfs mounts.
+NAMESPACE_SCRIPT = r"""
+set -e
+for d in "$@"; do mount -t tmpfs -o size=64k,mode=0755 cmbench-hidden "$d"; done
+cd "$CMB_WORKDIR"
+"$CMB_DASK" scheduler --host 127.0.0.1 --port "$CMB_PORT" --no-dashboard >scheduler.log 2>&1 &
+for w in 1 2; do
+    "$CMB_DASK" worker "tcp://127.0.0.1:$CMB_PORT" --host 127.0.0.1 --nworkers 1 --nthreads 1 \
+        --no-dashboard --memory-limit 0 --death-timeout 60 --name "w$w" \
+        --local-directory "$CMB_WORKDIR/w$w" >"worker$w.log" 2>&1 &
+done
+wait
+"""
+
+
+@dataclass
+class IsolatedCluster:
+    address: str
+    client_dir: Path  # the client's folder: hidden from the workers
+    worker_dir: Path  # the workers' working directory; HOME is worker_dir / "home"
+    hidden: tuple
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _why_not_isolated() -> str:
+    """Why this machine cannot run the isolated cluster, or '' when it can."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "needs root to mount a tmpfs in a private mount namespace"
+    if shutil.which("unshare") is None:
+        return "needs the unshare command (util-linux)"
+    if not DASK.exists():
+        return f"needs the dask command next to {sys.executable} (package distributed)"
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"unshare --mount is refused here: {probe.stderr.strip()}"
+    return ""
+
+
+def _data_folders() -> list[Path]:
+    """Where the client finds data: every one of them is hidden from the workers."""
+    from cmbench import data
+
+    folders = [*data.data_dirs(), REPO.parent / "shared" / "datasets"]
+    return [p.resolve() for p in folders if p.is_dir()]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    why = _why_not_isolated()
+    if why:
+        pytest.skip(f"isolated Dask cluster: {why}")
+    from distributed import Client
+
+    client_dir = tmp_path_factory.mktemp("client")
+    worker_dir = tmp_path_factory.mktemp("worker")
+    (worker_dir / "home").mkdir()
+    hidden = tuple(dict.fromkeys([client_dir.resolve(), *_data_folders()]))
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CMBENCH_DATA_DIR", "CMBENCH_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH")}
+    env.update(HOME=str(worker_dir / "home"), CMB_WORKDIR=str(worker_dir), CMB_PORT=str(port),
+               CMB_DASK=str(DASK), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT, "sh",
+         *map(str, hidden)],
+        cwd=worker_dir, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    address = f"tcp://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"the namespace script ended ({proc.returncode}): {proc.stderr.read().decode()}"
+                            + _logs(worker_dir))
+            try:
+                with Client(address, timeout="5s") as client:
+                    client.wait_for_workers(2, timeout=max(deadline - time.monotonic(), 1))
+                break
+            except (OSError, TimeoutError) as exc:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"no scheduler with two workers at {address}: {exc}" + _logs(worker_dir))
+                time.sleep(0.5)
+        yield IsolatedCluster(address, client_dir, worker_dir, hidden)
+    finally:
+        _stop(proc)
+
+
+def _logs(worker_dir: Path) -> str:
+    return "".join(f"\n--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(worker_dir.glob("*.log")))
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the namespace's process group (the scheduler, the nannies and their workers)."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def client_env(**extra) -> dict:
+    env = dict(os.environ, **extra)
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def values(ds: xr.Dataset) -> dict:
+    return {v: ds[v].values for v in ds.data_vars if v != "seconds"}
+
+
+def assert_same_cube(a: xr.Dataset, b: xr.Dataset) -> None:
+    va, vb = values(a), values(b)
+    assert va.keys() == vb.keys()
+    for k in va:
+        np.testing.assert_array_equal(va[k], vb[k], err_msg=k)
+
+
+def open_cube(path: Path) -> xr.Dataset:
+    with xr.open_dataset(path) as ds:
+        return ds.load()
+
+
+def cli(args: list, cwd: Path, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cmbench.cli", *args], cwd=cwd, env=client_env(**env),
+                          capture_output=True, text=True, timeout=600)
+
+
+# ------------------------------------------------------------------------ tests
+
+def test_workers_see_none_of_the_clients_folders(cluster):
+    from distributed import Client
+
+    def worker_view(hidden: list) -> dict:  # nested: Dask ships it by value
+        import os
+
+        return {"cwd": os.getcwd(), "home": os.environ.get("HOME"),
+                "data_dir": os.environ.get("CMBENCH_DATA_DIR"),
+                "hidden": {str(p): os.listdir(p) for p in hidden}}
+
+    (cluster.client_dir / "marker.txt").write_text("the client's")
+    with Client(cluster.address, timeout="10s") as client:
+        views = client.run(worker_view, list(cluster.hidden))
+    assert len(views) == 2
+    for view in views.values():
+        assert view["cwd"] == str(cluster.worker_dir)
+        assert view["home"] == str(cluster.worker_dir / "home")
+        assert view["data_dir"] is None
+        assert all(files == [] for files in view["hidden"].values()), view["hidden"]
+
+
+def test_smoke_with_a_plugin_file_given_relative_to_the_client(cluster):
+    """The issue's command: --plugin winsorized.py, resolved and shipped by the client."""
+    from cmbench import run_suite
+
+    folder = cluster.client_dir / "smoke"
+    folder.mkdir()
+    (folder / "winsorized.py").write_text(WINSORIZED)
+    done = cli(["suite", "smoke", "--scheduler", cluster.address, "--plugin", "winsorized.py",
+                "--out", "out", "--no-report"], cwd=folder)
+    assert done.returncode == 0, done.stderr + done.stdout
+    remote = open_cube(folder / "out" / "smoke" / "synthetic.nc")
+    serial = run_suite("smoke", out=folder / "serial", plugins=[str(folder / "winsorized.py")],
+                       report=False)["synthetic"]
+    assert "winsorized-mean" in remote["estimator"].values
+    assert set(np.unique(remote["status"].values)) == {"ok"}
+    assert_same_cube(remote, serial)
+
+
+def test_csv_table_and_real_data_set_on_workers_without_the_files(cluster):
+    """A csv table next to the suite file, and one of the paper's real data sets."""
+    from cmbench import data, load_plugins, run_suite
+
+    registry = load_plugins()
+    if data.locate(registry.datasets["blood-transfusion"]) is None:
+        pytest.skip("the blood-transfusion data set is not available to the client")
+    folder = cluster.client_dir / "tables"
+    folder.mkdir()
+    rng = np.random.default_rng(3)
+    Z = rng.normal(size=(120, 2))
+    table = np.c_[Z @ rng.normal(size=(2, 5)), rng.normal(size=120)]
+    np.savetxt(folder / "sales.csv", table, delimiter=",", header="a,b,c,d,e,f", comments="")
+    (folder / "winsorized.py").write_text(WINSORIZED)
+    (folder / "mine.toml").write_text(textwrap.dedent("""
+        name = "mine"
+        seed = 4
+        plugins = ["winsorized.py"]
+
+        [[experiment]]
+        name = "real"
+        datasets = [{ name = "csv", label = "sales", path = "sales.csv", rank = 2 }, "blood-transfusion"]
+        instances = 1
+        adversaries = ["hide-smallest", "replace-values"]
+        budgets = [0.0, 0.1]
+        recoverers = ["none", { name = "ithsvd", rank = 2 }]
+        estimators = ["mean", "cmedian", "winsorized-mean"]
+        metrics = ["l2"]
+    """))
+    remote = run_suite(folder / "mine.toml", out=folder / "remote", scheduler=cluster.address,
+                       report=False)["real"]
+    serial = run_suite(folder / "mine.toml", out=folder / "serial", report=False)["real"]
+    assert not (set(np.unique(remote["status"].values)) & {"failed", "timeout"}), \
+        remote["error"].values[remote["status"].values == "failed"][:3]
+    assert_same_cube(remote, serial)
+
+
+def test_a_module_plugin_missing_on_the_workers_is_named(cluster):
+    """A dotted-module plugin is not shipped: the error says the workers cannot import it."""
+    folder = cluster.client_dir / "module"
+    folder.mkdir()
+    (folder / "winsorized_mod.py").write_text(WINSORIZED)
+    done = cli(["suite", "smoke", "--scheduler", cluster.address, "--plugin", "winsorized_mod",
+                "--out", "out", "--no-report"], cwd=folder, PYTHONPATH=str(folder))
+    assert done.returncode == 2, done.stderr + done.stdout
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("cmbench: error:"), done.stderr
+    assert "winsorized_mod" in line and "worker" in line and "install" in line, line
+    assert not (folder / "out" / "smoke" / "synthetic.nc").exists()
