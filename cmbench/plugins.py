@@ -13,16 +13,18 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import importlib.abc
 import importlib.metadata
 import importlib.util
 import inspect
+import os
 import re
 import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pluggy
@@ -187,13 +189,41 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{loc}"
 
 
-def _import_file(path: Path) -> ModuleType:
+class _ShippedSource(importlib.abc.Loader):
+    """Imports a plugin file's source from memory, under the client's path.
+
+    Its code objects keep the client's file name (tracebacks and cell errors
+    name the user's file) and ``inspect.getsource`` works through
+    ``get_source``, although the file does not exist on this machine.
+    """
+
+    def __init__(self, path: Path, source: bytes) -> None:
+        self.path, self.source = str(path), source
+
+    def create_module(self, spec):
+        return None  # the default module
+
+    def exec_module(self, module: ModuleType) -> None:
+        exec(compile(self.source, self.path, "exec", dont_inherit=True), module.__dict__)
+
+    def get_filename(self, fullname: str) -> str:
+        return self.path
+
+    def get_source(self, fullname: str) -> str:
+        return importlib.util.decode_source(self.source)
+
+
+def _import_file(path: Path, source: bytes | None = None) -> ModuleType:
+    """Import a plugin file from disk, or from ``source`` (its text, shipped with a job)."""
     key = hashlib.sha1(str(path).encode()).hexdigest()[:8]
     stem = re.sub(r"\W", "_", path.stem)
     modname = f"cmbench_plugin_{stem}_{key}"
+    if source is not None:  # a long-lived worker may meet several versions of one file
+        modname += "_" + hashlib.sha256(source).hexdigest()[:8]
     if modname in sys.modules:
         return sys.modules[modname]
-    spec = importlib.util.spec_from_file_location(modname, path)
+    loader = None if source is None else _ShippedSource(path, source)
+    spec = importlib.util.spec_from_file_location(modname, path, loader=loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
     try:
@@ -213,13 +243,28 @@ def _where_in(exc: BaseException, path: Path) -> str:
     return f"{type(exc).__name__}: {exc}{loc}"
 
 
-def resolve_plugin(spec: str, base: Path | None = None) -> tuple[ModuleType, Source]:
-    """Import a plugin given as a ``.py`` path (relative to ``base``) or a dotted module."""
+def is_file_spec(spec: str) -> bool:
+    """A plugin spec naming a ``.py`` file (else a dotted module)."""
     spec = str(spec)
-    if spec.endswith(".py") or "/" in spec or "\\" in spec:
+    return spec.endswith(".py") or "/" in spec or "\\" in spec
+
+
+def resolve_plugin(spec: str, base: Path | None = None,
+                   files: Mapping[str, bytes] | None = None) -> tuple[ModuleType, Source]:
+    """Import a plugin given as a ``.py`` path (relative to ``base``) or a dotted module.
+
+    ``files`` maps absolute paths of plugin files to their contents: the files
+    shipped with a job, imported from memory on a worker that cannot read them.
+    """
+    spec = str(spec)
+    if is_file_spec(spec):
         path = Path(spec)
         if not path.is_absolute() and base is not None:
             path = base / path
+        if files:
+            for key in (os.path.normpath(path), str(path.resolve())):
+                if key in files:
+                    return _import_file(Path(key), files[key]), Source(key)
         path = path.resolve()
         if not path.is_file():
             raise PluginError(f"plugin file {path} does not exist")
@@ -237,8 +282,13 @@ def resolve_plugin(spec: str, base: Path | None = None) -> tuple[ModuleType, Sou
     return module, Source(spec, str(getattr(module, "__version__", "")))
 
 
-def load_plugins(extra: Sequence = (), base: Path | None = None) -> Registry:
-    """Load built-ins, entry points, then ``extra`` (paths, dotted names or module objects)."""
+def load_plugins(extra: Sequence = (), base: Path | None = None,
+                 files: Mapping[str, bytes] | None = None) -> Registry:
+    """Load built-ins, entry points, then ``extra`` (paths, dotted names or module objects).
+
+    ``files``: plugin files' contents by absolute path, imported from memory
+    (see `resolve_plugin`).
+    """
     loader = _Loader()
     for name in BUILTIN_MODULES:
         module = importlib.import_module(f"cmbench.builtins.{name}")
@@ -256,6 +306,6 @@ def load_plugins(extra: Sequence = (), base: Path | None = None) -> Registry:
         if isinstance(spec, ModuleType):
             loader.add(spec, Source(spec.__name__, str(getattr(spec, "__version__", ""))))
         else:
-            module, source = resolve_plugin(spec, base)
+            module, source = resolve_plugin(spec, base, files)
             loader.add(module, source)
     return loader.registry

@@ -14,13 +14,13 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import tomllib
 
 from .components import Component
 from .errors import PluginError, SuiteError
-from .plugins import SINGULAR, Registry, choices_hint, load_plugins
+from .plugins import SINGULAR, Registry, choices_hint, is_file_spec, load_plugins
 
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list}
 REQUIRED_SUITE_KEYS = ("name", "experiment")
@@ -117,19 +117,34 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
                      "(or give a path to a .toml file)")
 
 
-def load_suite(name_or_path: str | Path, plugins: Sequence = ()) -> Suite:
-    """Read, resolve and validate a suite; ``plugins`` are extra plugin specs (``--plugin``)."""
-    path = resolve_suite_path(name_or_path)
-    raw = path.read_bytes()
+def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
+               files: Mapping[str, bytes] | None = None) -> Suite:
+    """Read, resolve and validate a suite; ``plugins`` are extra plugin specs (``--plugin``).
+
+    A plugin file given relative to the working directory is resolved here, so
+    the suite names it by its absolute path wherever it is rebuilt.
+
+    ``files`` maps absolute paths on the client to contents: a suite shipped to
+    a worker (see `cmbench.bundle`) is read from it (the suite file itself,
+    plugin files, data files' digests) instead of the worker's disk.
+    """
+    shipped = files or {}
+    if str(name_or_path) in shipped:
+        path, raw = Path(str(name_or_path)), shipped[str(name_or_path)]
+    else:
+        path = resolve_suite_path(name_or_path)
+        raw = path.read_bytes()
+    plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) and str(p) not in shipped else str(p)
+                    for p in plugins)
     doc = _parse_toml(path, raw)
-    ctx = _Ctx(path)
+    ctx = _Ctx(path, files=shipped)
     _check_keys(ctx, doc, SUITE_KEYS, REQUIRED_SUITE_KEYS, "the suite")
     check_label(ctx.at("name"), doc["name"], "suite name")
     limits = size_limits()
     suite_plugins = [_resolve_plugin_path(ctx, p, i) for i, p in enumerate(doc.get("plugins", []))]
     specs = tuple(str(p) for p in plugins) + tuple(suite_plugins)
     try:
-        registry = load_plugins(specs)
+        registry = load_plugins(specs, files=shipped)
     except PluginError as exc:
         raise PluginError(f"{path}: {exc}") from None
     experiments = doc["experiment"]
@@ -159,11 +174,18 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = ()) -> Suite:
 class _Ctx:
     """Where we are in the file, for error messages."""
 
-    def __init__(self, path: Path, where: str = "") -> None:
-        self.path, self.where = path, where
+    def __init__(self, path: Path, where: str = "", files: Mapping[str, bytes] | None = None) -> None:
+        self.path, self.where, self.files = path, where, files or {}
 
     def at(self, key: str) -> "_Ctx":
-        return _Ctx(self.path, f"{self.where}.{key}" if self.where else key)
+        return _Ctx(self.path, f"{self.where}.{key}" if self.where else key, self.files)
+
+    def shipped(self, path: Path) -> str | None:
+        """The key under which ``path`` was shipped with a job, if it was."""
+        for key in (os.path.normpath(path), str(path.resolve())):
+            if key in self.files:
+                return key
+        return None
 
     def error(self, msg: str) -> SuiteError:
         return SuiteError(f"{self.path}: key '{self.where}': {msg}")
@@ -228,6 +250,9 @@ def _resolve_plugin_path(ctx: _Ctx, spec: Any, i: int) -> str:
     if spec.endswith(".py") or "/" in spec:
         path = Path(spec)
         path = path if path.is_absolute() else ctx.path.parent / path
+        shipped = ctx.shipped(path)
+        if shipped:
+            return shipped
         if not path.is_file():
             raise ctx.at(f"plugins[{i}]").error(f"plugin file {path} does not exist")
         return str(path.resolve())
@@ -332,14 +357,22 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
         raise ctx.error(f"parameters must be plain TOML values ({exc})") from None
     source = registry.source(kind, name)
     return Entry(label=label, decl=decl, params=params, source=str(source),
-                 fingerprint=_fingerprint(source.plugin, source.version, params.get("path")))
+                 fingerprint=_fingerprint(source.plugin, source.version, params.get("path"), ctx.files))
 
 
-def _fingerprint(plugin: str, version: str, data_path: Any) -> str:
-    """So that resuming never serves results of an edited plugin file or data file."""
-    parts = [_file_digest(plugin) if plugin.endswith(".py") else version]
+def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, bytes] | None = None) -> str:
+    """So that resuming never serves results of an edited plugin file or data file.
+
+    A file shipped with a job (``files``) has the digest of its shipped contents.
+    """
+    def digest(path: str) -> str:
+        if files and path in files:
+            return hashlib.sha256(files[path]).hexdigest()[:16]
+        return _file_digest(path)
+
+    parts = [digest(plugin) if plugin.endswith(".py") else version]
     if isinstance(data_path, str):
-        parts.append(_file_digest(data_path))
+        parts.append(digest(data_path))
     return ":".join(parts)
 
 
