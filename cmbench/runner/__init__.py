@@ -12,6 +12,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from .. import cube as cubes
+from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
 from ..output import inside, writable_folder
 from ..suite import Experiment, Suite, load_suite
@@ -34,8 +35,11 @@ class Progress:
     other_versions: dict = None  # cmbench version -> cached units it wrote, recomputed
 
 
-def plan(suite: Suite, timeout: Optional[float] = None) -> list[tuple[Experiment, Job]]:
-    """Every unit of the suite, grouped by data set so per-process data memos hit."""
+def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
+    """Every unit of the suite, grouped by data set so per-process data memos hit.
+
+    ``bundle``: the digest of the suite's bundle, by which workers find it.
+    """
     jobs = []
     for exp in suite.experiments:
         for ds in exp.datasets:
@@ -43,7 +47,7 @@ def plan(suite: Suite, timeout: Optional[float] = None) -> list[tuple[Experiment
                 for adv in exp.adversaries:
                     for budget in exp.budgets:
                         jobs.append((exp, Job(str(suite.path), suite.plugins, exp.name, ds.label,
-                                              inst, adv.label, budget, timeout, suite.hash)))
+                                              inst, adv.label, budget, timeout, suite.hash, bundle)))
     return jobs
 
 
@@ -114,8 +118,20 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     return written
 
 
+def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
+    """The suite as its jobs carry it, registered in this process.
+
+    Data files travel only to a cluster of other machines: local processes and
+    a local Dask cluster read them where the client does.
+    """
+    packed = bundle_suite(suite, limit=SHIP_LIMIT if scheduler and scheduler != "local" else 0)
+    register(suite, packed)
+    return packed
+
+
 def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress) -> dict:
-    planned = plan(suite, timeout)
+    packed = pack(suite, scheduler)
+    planned = plan(suite, timeout, packed.digest)
     results = {exp.name: {} for exp in suite.experiments}
     todo = []
     for exp, job in planned:
@@ -133,7 +149,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
     bar.set_postfix(cached=stats.cached, failed=0)
     try:
         for job, result in run_jobs([job for _, job in todo], execute, workers, scheduler,
-                                    isolate=uses_foreign_plugins(suite)):
+                                    isolate=uses_foreign_plugins(suite), bundle=packed):
             exp = exps[job.experiment]
             results[exp.name][job.coords] = result
             bad = failed_cells(result)

@@ -16,6 +16,7 @@ Workers watch their parent and exit when it is gone, so killing cmbench
 from __future__ import annotations
 
 import asyncio
+import functools
 import multiprocessing
 import os
 import threading
@@ -25,6 +26,18 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from ..errors import UserError
 from .units import Job
+
+
+def installed(bundle, fn: Callable, job: Job):
+    """Run ``fn(job)`` in a worker process once the job's suite ``bundle`` is installed there."""
+    from ..bundle import install
+
+    install(bundle)
+    return fn(job)
+
+
+def _with(bundle, fn: Callable) -> Callable:
+    return fn if bundle is None else functools.partial(installed, bundle, fn)
 
 
 def serial(jobs: Iterable[Job], fn: Callable) -> Iterator:
@@ -180,7 +193,44 @@ def check_scheduler(address: str, timeout: Optional[float] = None) -> None:
         raise UserError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
 
 
-def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int) -> Iterator:
+def _identity(value):
+    return value
+
+
+def _worker_address() -> str:
+    from distributed import get_worker
+
+    try:
+        return get_worker().address
+    except ValueError:
+        return "(unknown)"
+
+
+def _check_on_worker(bundle) -> str:
+    from ..bundle import check
+
+    problem = check(bundle)
+    return f"Dask worker {_worker_address()} cannot run this suite: {problem}" if problem else ""
+
+
+def _on_dask_worker(bundle, fn: Callable, job: Job):
+    """A unit on a Dask worker: install the suite's bundle (once per process), then compute."""
+    from ..bundle import WorkerSetupError, install
+
+    try:
+        install(bundle)
+    except WorkerSetupError as exc:
+        raise WorkerSetupError(f"Dask worker {_worker_address()} cannot run this suite: {exc}") from None
+    return fn(job)
+
+
+def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle=None) -> Iterator:
+    """Units on a Dask cluster; ``bundle`` (`cmbench.bundle.SuiteBundle`) travels once per worker.
+
+    Each connected worker first proves it can rebuild the suite (a plugin
+    that is not a file must be installed there); a worker that cannot is a
+    user error naming it, before any unit runs.
+    """
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -199,7 +249,18 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int) -> Ite
         except OSError as exc:
             raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     try:
-        futures = {client.submit(fn, job, pure=False): job for job in jobs}
+        if bundle is not None:
+            # A task holding the bundle: workers fetch it from one another, and a worker
+            # that joins later (dask-jobqueue scaling up) gets it too.
+            held = client.submit(_identity, bundle, pure=False)
+            probes = [client.submit(_check_on_worker, held, workers=[w], allow_other_workers=False, pure=False)
+                      for w in client.scheduler_info()["workers"]]
+            problems = [p for p in client.gather(probes) if p]
+            if problems:
+                raise UserError(problems[0])
+            futures = {client.submit(_on_dask_worker, held, fn, job, pure=False): job for job in jobs}
+        else:
+            futures = {client.submit(fn, job, pure=False): job for job in jobs}
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:
@@ -210,12 +271,16 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int) -> Ite
 
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
-             isolate: bool = False) -> Iterator:
-    """Run ``fn`` on every job with the chosen executor; ``isolate`` keeps a serial sweep out of process."""
+             isolate: bool = False, bundle=None) -> Iterator:
+    """Run ``fn`` on every job with the chosen executor.
+
+    ``isolate`` keeps a serial sweep out of process; a worker process first
+    installs the jobs' suite ``bundle``.
+    """
     if scheduler:
-        return dask(jobs, fn, scheduler, workers)
+        return dask(jobs, fn, scheduler, workers, bundle)
     if workers > 1 and len(jobs) > 1:
-        return processes(jobs, fn, workers)
+        return processes(jobs, _with(bundle, fn), workers)
     if isolate and jobs:
-        return isolated(jobs, fn)
+        return isolated(jobs, _with(bundle, fn))
     return serial(jobs, fn)

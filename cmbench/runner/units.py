@@ -3,8 +3,9 @@
 A unit is (experiment, dataset, instance, adversary, budget). It loads the data
 (memoized per process), corrupts once, recovers once per recoverer and estimates
 once per estimator on each recovery, so nothing is recomputed per estimator.
-Jobs are small picklable records: workers re-load the suite by path, which keeps
-plugin files loadable in any process (local or Dask).
+Jobs are small picklable records naming their suite by the digest of its bundle
+(`cmbench.bundle`), which an executor installs in each worker process once: a
+worker needs none of the client's files.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class Job:
     budget: float
     timeout: Optional[float] = None
     suite_hash: str = ""  # memo key: an edited suite file is a different suite
+    bundle: str = ""  # digest of the suite's bundle installed in this process (`cmbench.bundle`), if any
 
     @property
     def coords(self) -> tuple:
@@ -72,8 +74,17 @@ def suite_for(path: str, plugins: tuple, suite_hash: str = "") -> Suite:
     return suite
 
 
+def suite_of(job: Job) -> Suite:
+    """The job's suite: the bundle installed in this process, else the suite file read from disk."""
+    if job.bundle:
+        from ..bundle import lookup
+
+        return lookup(job.bundle)
+    return suite_for(job.suite_path, job.plugins, job.suite_hash)
+
+
 def experiment_for(job: Job) -> tuple[Suite, Experiment]:
-    suite = suite_for(job.suite_path, job.plugins, job.suite_hash)
+    suite = suite_of(job)
     return suite, next(e for e in suite.experiments if e.name == job.experiment)
 
 
@@ -82,9 +93,9 @@ def _entry(entries, label: str) -> Entry:
 
 
 @functools.lru_cache(maxsize=6)
-def _load(suite_path: str, plugins: tuple, suite_hash: str, experiment: str, dataset: str,
+def _load(suite_path: str, plugins: tuple, suite_hash: str, bundle: str, experiment: str, dataset: str,
           instance: int) -> Data:
-    suite = suite_for(suite_path, plugins, suite_hash)
+    suite = suite_of(Job(suite_path, plugins, experiment, dataset, instance, "", 0.0, None, suite_hash, bundle))
     exp = next(e for e in suite.experiments if e.name == experiment)
     entry = _entry(exp.datasets, dataset)
     rng = rng_for(suite.seed, "load", dataset, instance)
@@ -131,7 +142,8 @@ def check_data(data: Data, entry: Entry) -> Data:
 
 
 def load_data(job: Job) -> Data:
-    return _load(job.suite_path, job.plugins, job.suite_hash, job.experiment, job.dataset, job.instance)
+    return _load(job.suite_path, job.plugins, job.suite_hash, job.bundle, job.experiment, job.dataset,
+                 job.instance)
 
 
 # ---------------------------------------------------------------- guarded plugin calls
