@@ -27,7 +27,7 @@ from typing import Optional
 
 from .errors import PluginError, UserError
 from .plugins import is_file_spec
-from .suite import Suite, load_suite
+from .suite import Suite, load_suite, size_limits
 
 SHIP_LIMIT = 64 * 2**20  # bytes of data files shipped with a suite; larger ones must be on the workers
 MEMO = 4  # suites kept rebuilt per process (a long-lived worker serves several runs)
@@ -51,6 +51,7 @@ class SuiteBundle:
     unshipped : ``(path, size)`` of data files beyond ``limit``: each worker must read them
         at that same path.
     limit : bytes of data files shipped at most.
+    limits : the client's size limits of a suite (`cmbench.suite.size_limits`).
     installed : ``(plugin, version)`` of each plugin that is not a file: the workers must have
         the same.
     digest : SHA-256 of all of the above: the suite's identity in a worker's memo.
@@ -65,6 +66,7 @@ class SuiteBundle:
     installed: tuple
     digest: str
     limit: int = SHIP_LIMIT
+    limits: tuple = ()
 
 
 def bundle_suite(suite: Suite, limit: int = SHIP_LIMIT) -> SuiteBundle:
@@ -98,13 +100,13 @@ def bundle_suite(suite: Suite, limit: int = SHIP_LIMIT) -> SuiteBundle:
             data.append(where)
             total += size
     h = hashlib.sha256()
-    for part in (path, text, repr(suite.plugins), repr(installed), repr(unshipped)):
+    for part in (path, text, repr(suite.plugins), repr(installed), repr(unshipped), repr(size_limits())):
         h.update(part if isinstance(part, bytes) else part.encode())
     for key in sorted(files):
         h.update(key.encode() + b"\0" + hashlib.sha256(files[key]).digest())
     return SuiteBundle(path=path, text=text, plugins=tuple(suite.plugins), files=tuple(sorted(files.items())),
                        data=tuple(data), unshipped=tuple(unshipped), installed=tuple(installed),
-                       digest=h.hexdigest(), limit=limit)
+                       digest=h.hexdigest(), limit=limit, limits=tuple(size_limits()))
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -172,7 +174,8 @@ def _remember(digest: str, suite: Suite, folder: Optional[str]) -> None:
 
 def _rebuild(bundle: SuiteBundle) -> tuple[Suite, Optional[str]]:
     try:
-        suite = load_suite(bundle.path, bundle.plugins, files={**dict(bundle.files), bundle.path: bundle.text})
+        suite = load_suite(bundle.path, bundle.plugins, files={**dict(bundle.files), bundle.path: bundle.text},
+                           limits=bundle.limits or None)
     except PluginError as exc:
         raise WorkerSetupError(f"{exc}{_INSTALL_HINT}") from None
     except UserError as exc:

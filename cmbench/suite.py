@@ -118,7 +118,7 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
 
 
 def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
-               files: Mapping[str, bytes] | None = None) -> Suite:
+               files: Mapping[str, bytes] | None = None, limits: Optional[tuple] = None) -> Suite:
     """Read, resolve and validate a suite; ``plugins`` are extra plugin specs (``--plugin``).
 
     A plugin file given relative to the working directory is resolved here, so
@@ -126,7 +126,8 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
 
     ``files`` maps absolute paths on the client to contents: a suite shipped to
     a worker (see `cmbench.bundle`) is read from it (the suite file itself,
-    plugin files, data files' digests) instead of the worker's disk.
+    plugin files, data files' digests) instead of the worker's disk, and
+    ``limits`` are the client's `size_limits`.
     """
     shipped = files or {}
     if str(name_or_path) in shipped:
@@ -140,7 +141,7 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
     ctx = _Ctx(path, files=shipped)
     _check_keys(ctx, doc, SUITE_KEYS, REQUIRED_SUITE_KEYS, "the suite")
     check_label(ctx.at("name"), doc["name"], "suite name")
-    limits = size_limits()
+    limits = tuple(limits) if limits else size_limits()
     suite_plugins = [_resolve_plugin_path(ctx, p, i) for i, p in enumerate(doc.get("plugins", []))]
     specs = tuple(str(p) for p in plugins) + tuple(suite_plugins)
     try:

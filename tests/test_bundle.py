@@ -140,3 +140,10 @@ def test_another_version_of_an_installed_plugin_is_named(client):
     changed = dataclasses.replace(packed, digest="v", installed=((plugin, version + ".post1"),))
     with pytest.raises(bundle.WorkerSetupError, match=f"plugin {plugin} is version {version}.post1 on the client"):
         bundle.install(changed)
+
+
+def test_the_clients_size_limits_hold_on_the_worker(client, monkeypatch):
+    suite = load_suite("suite.toml", plugins=["boom.py"])
+    packed = bundle.bundle_suite(suite)
+    monkeypatch.setenv("CMBENCH_MAX_CELLS", "1")  # the worker's own environment does not decide
+    assert bundle.install(packed).name == "shipped"
