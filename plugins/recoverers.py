@@ -209,7 +209,8 @@ class _HardImpute:
 
     def basis(self) -> np.ndarray:
         """(n, rank) orthonormal basis of the top right singular subspace of Z."""
-        G = self.G_fixed + self.Z.T @ self.Z
+        Z = self.Z
+        G = self.G_fixed + Z.T @ Z
         n, k = G.shape[0], self.rank
         if self.svd == "exact":
             return _top_eigenvectors(G, k)
@@ -228,14 +229,16 @@ class _HardImpute:
         Returns ``||new - old||`` and ``||old||`` over the missing entries.
         """
         V = self.basis()
+        P = V @ V.T
         change = scale = 0.0
         for sl, at in self.chunks:
             Zc = self.Z[sl]
-            new = np.take((Zc @ V) @ V.T, at)
-            old = np.take(Zc, at)
-            change += float(np.dot(new - old, new - old))
-            scale += float(np.dot(old, old))
-            np.put(Zc, at, new)
+            new = (Zc @ P).take(at)
+            old = Zc.take(at)
+            d = new - old
+            change += float(d @ d)
+            scale += float(old @ old)
+            Zc.put(at, new)
         return np.sqrt(change), np.sqrt(scale)
 
     def result(self, X: np.ndarray) -> np.ndarray:
