@@ -93,7 +93,8 @@ def call(name, X, *, structure=None, rank=None, seed=0, **params):
 def test_declarations_fit_the_contract():
     decls = {d.name: d for d in rec.register_recoverers()}
     assert set(decls) == {"none", "exact", "ithsvd", "randomized", "basis-pursuit", "omp"}
-    assert decls["ithsvd"].params == {"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median"}
+    assert decls["ithsvd"].params == {"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median",
+                                      "accelerate": False}
     assert decls["none"].modes == ("missing", "replace") and not decls["none"].needs_structure
     assert decls["exact"].modes == ("missing",) and decls["exact"].needs_structure
     assert decls["ithsvd"].modes == ("missing",) and not decls["ithsvd"].needs_structure
@@ -230,6 +231,53 @@ def test_ithsvd_stops_where_the_plain_loop_stops(case):
         Y, info = rec.ithsvd(Xm, rng=np.random.default_rng(0), rank=rank, tol=tol, max_iter=max_iter)
         assert info == ref_info
         assert np.linalg.norm(Y - ref) <= 1e-9 * np.linalg.norm(ref)
+
+
+def _fixed_projector_iteration(state, P, iterations):
+    """The plain iteration's missing-entry update with the projector P held fixed."""
+    for sl, at in state.chunks:
+        Zc = state.Z[sl]
+        for _ in range(iterations):
+            Zc.put(at, (Zc @ P).take(at))
+
+
+def test_ithsvd_jump_is_the_limit_with_the_projector_held_fixed():
+    rng = np.random.default_rng(52)
+    X = sample(block_structure(seed=9), 300, seed=53)
+    Xm = np.where(rng.random(X.shape) < 0.05, np.nan, X)
+    state = rec._HardImpute(Xm, 8, "exact", None)
+    for _ in range(5):
+        state.step()
+    P, start = state.P.copy(), state.Z.copy()
+    state.jump(P)
+    jumped = state.Z.copy()
+    state.Z = start
+    _fixed_projector_iteration(state, P, 20000)
+    assert np.abs(jumped - state.Z).max() <= 1e-9 * np.abs(state.Z).max()
+
+
+@pytest.mark.parametrize("frac", [0.03, 0.05])
+def test_ithsvd_accelerated_reaches_the_plain_limit_where_it_is_unique(frac):
+    # Exactly low rank, every row identifiable: one fixed point, which the
+    # plain loop reaches in a few hundred iterations and the jumps sooner.
+    rng = np.random.default_rng(int(frac * 1000))
+    X = sample(block_structure(seed=9), 300, seed=51)
+    Xm = np.where(rng.random(X.shape) < frac, np.nan, X)
+    hidden = np.isnan(Xm)
+    ref, info = ithsvd_svd_loop(Xm, 8, tol=1e-12, max_iter=20000)
+    Y, info_a = rec.ithsvd(Xm, rng=None, rank=8, tol=1e-12, max_iter=20000, accelerate=True)
+    assert info["converged"] and info_a["converged"] and info_a["iterations"] < info["iterations"]
+    assert np.linalg.norm(Y[hidden] - ref[hidden]) <= 1e-6 * np.linalg.norm(ref[hidden])
+    assert np.abs(Y - X).max() <= 1e-6 * np.abs(X).max()
+
+
+def test_ithsvd_accelerated_is_the_plain_iteration_until_the_subspace_settles():
+    # Noisy data: the projector keeps moving by more than the settling
+    # threshold over these iterations, so no jump happens.
+    _, Xm, rank = _small_cases()[1]
+    plain, info = rec.ithsvd(Xm, rng=None, rank=rank, tol=0.0, max_iter=20)
+    fast, info_a = rec.ithsvd(Xm, rng=None, rank=rank, tol=0.0, max_iter=20, accelerate=True)
+    assert info == info_a and np.array_equal(plain, fast)
 
 
 def test_ithsvd_randomized_svd_follows_the_exact_iteration():
