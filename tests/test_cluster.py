@@ -255,6 +255,18 @@ def test_a_csv_table_next_to_the_suite_travels_with_the_jobs(cluster):
     assert_same_cube(remote, serial)
 
 
+def test_a_real_data_set_on_workers_without_a_data_folder(cluster):
+    """The paper's data sets ship inside the package: a worker needs no data folder.
+
+    The client reads the source files where ``CMBENCH_DATA_DIR`` points (when
+    set), the workers the package's tables: the cubes are the same.
+    """
+    remote, serial = remote_and_serial(cluster, cluster.client_dir / "real", SALES_SUITE.replace(
+        '{ name = "csv", label = "sales", path = "tables/sales.csv", rank = 2 }', '"blood-transfusion"'))
+    assert (remote["status"].values == "ok").sum() > 0
+    assert_same_cube(remote, serial)
+
+
 def test_a_module_plugin_missing_on_the_workers_is_named(cluster, monkeypatch):
     """A dotted-module plugin is not shipped: the error names it and says to install it."""
     from cmbench import run_suite
