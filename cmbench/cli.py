@@ -225,16 +225,26 @@ def derive(plugins, name, out) -> None:
 
 
 def _print_claims(cubes) -> None:
-    """The verdicts of the suite's claims, as the report's claims page gives them."""
+    """The verdicts of the suite's claims, as the report's claims page gives them: per
+    claim its experiment and id, verdict and place in the paper, then the statement and
+    the measured numbers."""
+    import textwrap
+
     from . import claims
 
     verdicts = [v for ds in cubes.values() for v in claims.evaluate_cube(ds)]
     if not verdicts:
         return
     click.echo(f"\n{claims.title(verdicts)}:")
-    _table(("experiment", "claim", "in the paper", "verdict", "measured"),
-           [(v.experiment, v.claim["id"], v.claim.get("paper", "") or "-", v.verdict, v.numbers)
-            for v in verdicts])
+    width = max(len(f"{v.experiment} ({v.claim['id']})") for v in verdicts)
+    vwidth = max(len(v.verdict) for v in verdicts)
+    for v in verdicts:
+        head = f"{v.experiment} ({v.claim['id']})".ljust(width)
+        click.echo(f"{head}  {v.verdict.ljust(vwidth)}  {v.claim.get('paper', '') or '-'}")
+        for label, text in (("claim", v.claim.get("text") or claims.describe(v.claim)),
+                            ("measured", v.numbers)):
+            click.echo(textwrap.fill(text, 110, initial_indent=f"    {label}: ",
+                                     subsequent_indent=" " * (6 + len(label))))
 
 
 def _table(header, rows) -> None:

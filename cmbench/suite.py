@@ -22,7 +22,8 @@ from .components import Component
 from .errors import PluginError, SuiteError
 from .plugins import SINGULAR, Registry, choices_hint, is_file_spec, load_plugins
 
-SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list}
+SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
+              "theory_figures": list}
 REQUIRED_SUITE_KEYS = ("name", "experiment")
 EXPERIMENT_KEYS = {
     "name": str, "description": str, "datasets": list, "instances": (int, list),
@@ -93,6 +94,7 @@ class Suite:
     plugins: tuple  # plugin specs given on top of the suite file (``--plugin``); reloading needs them
     experiments: tuple
     registry: Registry = field(repr=False, compare=False, default=None)
+    theory_figures: tuple = ()  # worked examples of the paper the report draws (cmbench.theory.EXAMPLES)
 
 
 def shipped_suites() -> list[str]:
@@ -168,8 +170,20 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
     return Suite(
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
         hash=hashlib.sha256(raw).hexdigest(), plugins=tuple(str(p) for p in plugins), experiments=tuple(parsed),
-        registry=registry,
+        registry=registry, theory_figures=_theory_figures(ctx, doc.get("theory_figures", [])),
     )
+
+
+def _theory_figures(ctx: "_Ctx", names: list) -> tuple:
+    """The paper's worked examples a suite's report shows, by their figure labels."""
+    from .theory import EXAMPLES
+
+    for i, name in enumerate(names):
+        if name not in EXAMPLES:
+            raise ctx.at(f"theory_figures[{i}]").error(
+                f"unknown figure {name!r}; {choices_hint(str(name), EXAMPLES)}")
+    _no_duplicates(ctx.at("theory_figures"), "figure", names)
+    return tuple(names)
 
 
 class _Ctx:

@@ -30,6 +30,7 @@ __all__ = [
     "m_a", "critical_rows", "disc", "d_tv_gaussian", "mahalanobis", "d_entry",
     "d_entry_bound", "d_tv_empirical", "thresholds", "THRESHOLD_LABELS",
     "general_position_m_a", "rho_learn", "general_position_label",
+    "dis_compare_example", "DIS_COMPARE_PAPER", "EXAMPLES",
 ]
 
 _CHUNK_ELEMS = 1 << 21  # floats per temporary array in the batched loops
@@ -811,3 +812,64 @@ def general_position_label(n_minus_r_plus_1: int, m: int) -> str:
     """Legend label of `rho_learn` at m_A = n - r + 1, for an A whose m_A is ``m``."""
     return (f"(m_A-1)/(n+(m_A-1)(m_A-2)) at m_A = n-r+1 = {n_minus_r_plus_1}, as Lemma 3 "
             f"assumes (this A has m_A = {m})")
+
+
+# --------------------------------------------------------------------------- #
+# Figure fig:disCompare: d_TV against d_ENTRY on a two-dimensional uniform
+# --------------------------------------------------------------------------- #
+
+#: The values section sec:dentry states for the example of `dis_compare_example`.
+DIS_COMPARE_PAPER = {"D2": {"d_tv": 3 / 4, "d_entry1": 1 / 2},
+                     "D3": {"d_tv": 3 / 4, "d_entry1": 3 / 8}}
+
+
+def dis_compare_example(k: int = 16, *, seed: int = 0, shift: float = 1.0) -> dict[str, np.ndarray]:
+    """Samples of the example of Figure fig:disCompare (section sec:dentry).
+
+    D1 is uniform on the unit square. D2 corrupts both coordinates of the
+    samples in the upper-left quadrant and one coordinate of those in the
+    lower-left (the horizontal one) and upper-right (the vertical one)
+    quadrants; D3 corrupts the horizontal coordinate of the samples in the
+    left-most 3/4 of the square. A corrupted coordinate is moved by ``shift``
+    out of [0, 1] (a horizontal one to the left, a vertical one up), so that
+    it equals no value of D1; then d_TV(D1, D2) = d_TV(D1, D3) = 3/4, while
+    d_ENTRY^1(D1, D2) = 1/2 and d_ENTRY^1(D1, D3) = 3/8 (the paper's numbers,
+    `DIS_COMPARE_PAPER`), and d_ENTRY^inf is 1/2 and 3/4.
+
+    The sample of D1 is stratified: one uniform point in each cell of a k x k
+    grid. It is still a sample of the uniform law, and with k a multiple of 4
+    every quadrant and the left-most 3/4 hold exactly their share of the
+    points, so the empirical distances (`d_tv_empirical`, `d_entry`) equal the
+    population ones.
+
+    Parameters
+    ----------
+    k : grid side; N = k * k points.
+    seed : seed of the points inside their cells.
+    shift : how far a corrupted coordinate moves (> 1 keeps it out of [0, 1]
+        whatever its value; 1 suffices for the half-open cells used here).
+
+    Returns
+    -------
+    ``{"D1": X, "D2": Y2, "D3": Y3}``, each (k * k, 2); row i of Y2 and Y3 is
+    the corruption of row i of X.
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if not shift >= 1.0:
+        raise ValueError(f"shift must be at least 1 to move a value out of [0, 1], got {shift}")
+    rng = np.random.default_rng(seed)
+    i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+    cells = np.stack([i.ravel(), j.ravel()], axis=1).astype(float)
+    X = (cells + rng.random(cells.shape)) / k  # in [0, 1)
+    left, up = X[:, 0] < 0.5, X[:, 1] >= 0.5
+    Y2 = X.copy()
+    Y2[left, 0] -= shift  # upper-left and lower-left: the horizontal coordinate
+    Y2[up, 1] += shift  # upper-left and upper-right: the vertical coordinate
+    Y3 = X.copy()
+    Y3[X[:, 0] < 0.75, 0] -= shift
+    return {"D1": X, "D2": Y2, "D3": Y3}
+
+
+#: The paper's worked examples by figure label (a suite's ``theory_figures`` names them).
+EXAMPLES = {"fig:disCompare": dis_compare_example}

@@ -202,8 +202,10 @@ def test_run_records_claims_and_convergence_and_the_cli_prints_verdicts(write_su
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Claims:" not in out and "The paper's claims:" in out
-    rows = [line for line in out.splitlines() if line.startswith("e ")]
-    assert len(rows) == 2 and rows[0].split()[1] == "d"
+    rows = [line for line in out.splitlines() if line.startswith("e (")]
+    assert len(rows) == 2 and rows[0].startswith("e (d)") and rows[1].startswith("e (e)")
+    assert "supplementary fig:syntheticMahalanobis" in rows[0]
+    assert out.count("    measured: ") == 2
     with xr.open_dataset(tmp_path / "out" / "s" / "e.nc") as ds:
         ds = ds.load()
     assert [c["id"] for c in claims.claims_of(ds)] == ["d", "e"]
@@ -216,7 +218,7 @@ def test_run_records_claims_and_convergence_and_the_cli_prints_verdicts(write_su
     assert np.isfinite(it).all() and (it <= 20).all()
     verdicts = claims.evaluate_cube(ds)
     for v in verdicts:  # the terminal shows the cube's verdicts
-        assert any(v.verdict in r for r in rows if r.split()[1] == v.claim["id"])
+        assert any(v.verdict in r for r in rows if r.startswith(f"e ({v.claim['id']})"))
 
 
 def test_report_has_the_claims_page_and_convergence_counts(tmp_path):

@@ -44,3 +44,59 @@ def test_the_report_draws_the_general_position_bound_with_its_legend():
     labels = dict((round(v, 6), lb) for lb, v in drawn)
     assert round(8 / 72, 6) in labels and round(4 / 28, 6) in labels
     assert "n-r+1 = 9" in labels[round(8 / 72, 6)] and "m_A = 5" in labels[round(8 / 72, 6)]
+
+
+# -- Figure fig:disCompare -------------------------------------------------------------
+def test_dis_compare_example_gives_the_papers_distances():
+    s = T.dis_compare_example(16, seed=3)
+    X, Y2, Y3 = s["D1"], s["D2"], s["D3"]
+    assert X.shape == (256, 2) and ((X >= 0) & (X < 1)).all()
+    # the corrupted coordinates leave [0, 1]; the others are untouched
+    assert ((Y2 == X) | (Y2 < 0) | (Y2 > 1)).all() and ((Y3 == X) | (Y3 < 0)).all()
+    for name, Y in (("D2", Y2), ("D3", Y3)):
+        paper = T.DIS_COMPARE_PAPER[name]
+        assert T.d_tv_empirical(X, Y) == pytest.approx(paper["d_tv"])
+        assert T.d_entry(X, Y, p=1, method="exact") == pytest.approx(paper["d_entry1"])
+    assert T.d_entry(X, Y2, p="inf", method="exact") == pytest.approx(0.5)
+    assert T.d_entry(X, Y3, p="inf", method="exact") == pytest.approx(0.75)
+    # d_ENTRY^1 <= d_ENTRY^inf <= d_TV (Definition def:dentry)
+    assert T.d_entry(X, Y3, p=1) <= T.d_entry(X, Y3, p="inf") <= T.d_tv_empirical(X, Y3)
+
+
+def test_dis_compare_page_in_a_report_that_names_it(tmp_path):
+    from test_report import make_cube, pdf_pages_text, squash
+
+    from cmbench.report import write_report
+
+    ds = make_cube(instances=2)
+    ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
+    pages = pdf_pages_text(write_report([ds, ds.assign_attrs(experiment="other")], tmp_path / "r.pdf"))
+    hits = [p for p in pages if squash("Figure fig:disCompare") in squash(p)]
+    assert len(hits) == 1  # once, though both cubes name it
+    assert squash("0.375 / 0.375") in squash(hits[0]) and squash("0.75 / 0.75") in squash(hits[0])
+    ds.attrs.pop("theory_figures")
+    pages = pdf_pages_text(write_report([ds], tmp_path / "r2.pdf"))
+    assert not any("disCompare" in p for p in pages)
+
+
+def test_suite_names_theory_figures(write_suite):
+    from cmbench.errors import SuiteError
+    from cmbench.suite import load_suite
+
+    text = """
+    name = "s"
+    theory_figures = ["fig:disCompare"]
+    [[experiment]]
+    name = "e"
+    datasets = [{name = "synthetic-gaussian", N = 60}]
+    adversaries = ["hide-smallest"]
+    budgets = [0.0, 0.1]
+    recoverers = ["none"]
+    estimators = ["mean"]
+    """
+    assert load_suite(write_suite(text)).theory_figures == ("fig:disCompare",)
+    path = write_suite(text.replace("fig:disCompare", "fig:disCompar"))
+    with pytest.raises(SuiteError, match=r"key 'theory_figures\[0\]': unknown figure 'fig:disCompar'; "
+                                         r"did you mean 'fig:disCompare'") as err:
+        load_suite(path)
+    assert str(path) in str(err.value)

@@ -14,7 +14,9 @@
    for cubes with adaptive (worst-case) adversaries, the stress pages of
    `stress`: worst case next to the fixed attacks, error against d_ENTRY^1,
    a worst-case summary table;
-3. with a baseline: difference curves and a table against it.
+3. with a baseline: difference curves and a table against it;
+4. the paper's worked examples the suite names (``theory_figures``), drawn from
+   `cmbench.theory` alone (module `theory_pages`), e.g. Figure fig:disCompare.
 
 Modules: `load` (reading and checking cubes), `figures` (curves, runtime),
 `tables` (provenance, ranking, cells, baseline; text-page layout), `stress`
@@ -37,7 +39,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from .. import __version__
 from ..errors import UserError
 from ..output import writable_folder
-from . import claims, figures, significance, stress, tables
+from . import claims, figures, significance, stress, tables, theory_pages
 from .figures import Page
 from .load import Cube, load_cube, load_cubes
 from .style import RC, MethodStyles
@@ -142,6 +144,7 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
                 pages += figures.baseline_pages(c, b, styles)
                 pages += [Page(f, f"{c.experiment}-baseline", png=False)
                           for f in tables.baseline_table_pages(c, b)]
+    pages += theory_pages.theory_pages(cubes)  # the paper's worked examples the suite names
     return pages
 
 

@@ -181,6 +181,7 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
         "seed": suite.seed, "metrics": list(exp.metrics),
         "methods": {k: list(v) for k, v in exp.methods.items()},
         "claims": list(exp.claims),
+        "theory_figures": list(suite.theory_figures),
         "plugins": [{"plugin": s.plugin, "version": s.version} for s in suite.registry.plugins],
         "components": {kind: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
                               for e in getattr(exp, kind)}
