@@ -44,7 +44,9 @@ for w in 1 2; do
         --no-dashboard --memory-limit 0 --death-timeout 60 --name "w$w" \
         --local-directory "$CMB_WORKDIR/w$w" >"worker$w.log" 2>&1 &
 done
-wait
+# Outlive neither the test run (even killed) nor one another: end the whole group then.
+while kill -0 "$CMB_PARENT" 2>/dev/null; do sleep 1; done
+kill -TERM 0
 """
 
 
@@ -100,7 +102,8 @@ def cluster(tmp_path_factory):
     env = {k: v for k, v in os.environ.items()
            if k not in ("CMBENCH_DATA_DIR", "CMBENCH_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH")}
     env.update(HOME=str(worker_dir / "home"), CMB_WORKDIR=str(worker_dir), CMB_PORT=str(port),
-               CMB_DASK=str(DASK), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+               CMB_DASK=str(DASK), CMB_PARENT=str(os.getpid()), OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1")
     proc = subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT, "sh",
          *map(str, hidden)],
