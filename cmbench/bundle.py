@@ -23,7 +23,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from .errors import PluginError, UserError
 from .plugins import is_file_spec
@@ -161,6 +161,32 @@ def check(bundle: SuiteBundle) -> str:
     except UserError as exc:
         return str(exc)
     return ""
+
+
+def client_paths(bundle: SuiteBundle, result: Any) -> Any:
+    """``result`` with each shipped data file's local copy named by its client path.
+
+    A data set's error message names the file it read; the user knows it by
+    the path on the client, and a cube must not depend on where a unit ran.
+    """
+    with _LOCK:
+        folder = _SUITES.get(bundle.digest, (None, None))[1]
+    if not folder:
+        return result
+    pairs = [(str(Path(folder) / str(i) / Path(where).name), where) for i, where in enumerate(bundle.data)]
+
+    def fix(value):
+        if isinstance(value, str):
+            for local, client in pairs:
+                value = value.replace(local, client)
+            return value
+        if isinstance(value, dict):
+            return {k: fix(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(fix(v) for v in value)
+        return value
+
+    return fix(result)
 
 
 def _remember(digest: str, suite: Suite, folder: Optional[str]) -> None:

@@ -215,13 +215,13 @@ def _check_on_worker(bundle) -> str:
 
 def _on_dask_worker(bundle, fn: Callable, job: Job):
     """A unit on a Dask worker: install the suite's bundle (once per process), then compute."""
-    from ..bundle import WorkerSetupError, install
+    from ..bundle import WorkerSetupError, client_paths, install
 
     try:
         install(bundle)
     except WorkerSetupError as exc:
         raise WorkerSetupError(f"Dask worker {_worker_address()} cannot run this suite: {exc}") from None
-    return fn(job)
+    return client_paths(bundle, fn(job))
 
 
 def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle=None) -> Iterator:
