@@ -92,7 +92,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
                            if counts[s]))
     click.echo(f"cubes: {Path(out) / suite_name}/")
     if report:
-        click.echo(f"report: {Path(out) / (suite_name + '.pdf')}")
+        click.echo(f"report: {Path(out) / (suite_name + '.pdf')}, {Path(out) / (suite_name + '.html')}")
     _print_claims(cubes)
     if failed:
         click.echo(f"{len(failed)} cells failed or timed out:", err=True)
@@ -104,7 +104,8 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
 
 @main.command()
 @click.argument("cubes", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="PDF to write.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Report to write: FILE.pdf, or FILE.html (interactive, self-contained).")
 @click.option("--baseline", default=None, type=click.Path(), help="A cube to compare every method against.")
 @click.option("--png", "png_dir", default=None, type=click.Path(file_okay=False), help="Also write PNG figures here.")
 @click.option("--tables", "tables_dir", default=None, type=click.Path(file_okay=False),
@@ -113,7 +114,15 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     """Draw the PDF report of one or more results cubes (no rerun needed)."""
     from .report import write_report
 
-    path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
+    if Path(output).suffix.lower() in (".html", ".htm"):
+        from .report.html import write_html
+
+        if baseline is not None or png_dir is not None:
+            raise UserError("--baseline and --png draw into the PDF report; "
+                            "give -o FILE.pdf for them")
+        path = write_html([Path(c) for c in cubes], Path(output))
+    else:
+        path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
     click.echo(f"report: {path}")
     if tables_dir is not None:
         from .report.paper_tables import write_tables

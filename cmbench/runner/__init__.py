@@ -85,8 +85,8 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     """Run a suite; return its cubes by experiment name.
 
     Cubes are written to ``<out>/<suite>/<experiment>.nc`` and, with ``report``,
-    the PDF to ``<out>/<suite>.pdf``. Finished units are cached under
-    ``<out>/<suite>/.cache`` and reused by the next run unless ``resume`` is False.
+    the PDF to ``<out>/<suite>.pdf`` and the interactive HTML to ``<out>/<suite>.html``.
+    Finished units are cached under ``<out>/<suite>/.cache`` and reused by the next run unless ``resume`` is False.
     """
     suite = load_suite(name_or_path, plugins)
     if workers < 1:
@@ -113,8 +113,12 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     if report:
         from ..report import write_report
 
+        from ..report.html import write_html
+
         write_report([root / f"{e.name}.nc" for e in suite.experiments],
                      inside(out, Path(out) / f"{suite.name}.pdf"))
+        write_html([root / f"{e.name}.nc" for e in suite.experiments],
+                   inside(out, Path(out) / f"{suite.name}.html"))
     return written
 
 

@@ -1,0 +1,87 @@
+"""The interactive HTML report, opened in a real headless Chromium (Debian's `chromium`)."""
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from cmbench.report.html import write_html
+from test_report import make_cube, set_cells
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_self_contained_and_same_sections(tmp_path):
+    ds = make_cube(instances=3)
+    set_cells(ds, "failed", "RuntimeError: estimator exploded", dataset="uniform", budget=0.3,
+              recoverer="none", estimator="coord-median")
+    out = write_html([ds], tmp_path / "r.html")
+    text = out.read_text()
+    # nothing from the network: no external script, stylesheet or image
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=[\"']?(https?:)?//", text)
+    assert "<script src" not in text and text.count("<script") >= 3
+    for fragment in ("Provenance", "synthetic: error versus budget", "synthetic: ranking of methods",
+                     "Friedman test", "Post-hoc test: Nemenyi", "synthetic: cells that did not run",
+                     "RuntimeError: estimator exploded", "<svg"):
+        assert fragment in text, fragment
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_report_command_writes_html(smoke_run, tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, a)],  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    result = run("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r.html")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "r.html").stat().st_size > 1_000_000  # plotly inlined
+    bad = run("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r2.html", "--png", tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("cmbench: error:") and "--png" in bad.stderr
+    assert (smoke_run / "smoke.html").is_file()  # cmbench suite writes it beside the PDF
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_run, tmp_path):
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    page_errors, requests = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.on("pageerror", lambda exc: page_errors.append(str(exc)))
+            page.on("request", lambda req: requests.append(req.url))
+            page.goto((smoke_run / "smoke.html").as_uri())
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20_000)
+            # two metrics' curves and the runtime chart, each drawn as SVG by plotly
+            plots = page.query_selector_all(".js-plotly-plot")
+            assert len(plots) == 3
+            first = plots[0]
+
+            def drawn_paths(method):
+                return page.evaluate(
+                    """([gd, m]) => gd._fullData.filter(t => t.legendgroup === m && t.visible === true)
+                                   .length""", [first, method])
+
+            def visible_lines():
+                return first.eval_on_selector_all(".scatterlayer .trace",
+                                                  "els => els.filter(e => e.querySelector('path.js-line')"
+                                                  " && e.style.opacity !== '0').length")
+
+            assert drawn_paths("Empirical Mean") >= 1
+            before = visible_lines()
+            assert before >= 3  # a curve per method at least
+            first.query_selector(".legend .traces:has-text('Empirical Mean')").click()
+            page.wait_for_function(
+                "gd => gd._fullData.filter(t => t.legendgroup === 'Empirical Mean')"
+                ".every(t => t.visible === 'legendonly')", arg=first, timeout=5_000)
+            assert drawn_paths("Empirical Mean") == 0 and drawn_paths("C-Median") >= 1
+            assert visible_lines() < before
+            page.screenshot(path=str(tmp_path / "toggled.png"))
+            first.query_selector(".legend .traces:has-text('Empirical Mean')").click()
+            page.wait_for_function(
+                "gd => gd._fullData.filter(t => t.legendgroup === 'Empirical Mean')"
+                ".every(t => t.visible === true)", arg=first, timeout=5_000)
+            assert page.query_selector(".cd svg") is not None  # the CD diagram, inline
+        finally:
+            browser.close()
+    assert not page_errors, page_errors
+    assert all(u.startswith(("file:", "data:", "blob:", "about:")) for u in requests), requests
