@@ -87,6 +87,10 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
         counts.update(ds["status"].values.ravel().tolist())
         failed += [dict(row, experiment=name) for row in failures(ds)]
     suite_name = next(iter(cubes.values())).attrs["suite"] if cubes else suite
+    from .report.summary import summary_lines
+
+    for line in summary_lines(cubes, plugins=plugins):
+        click.echo(line)
     click.echo(f"{sum(counts.values())} cells ({stats.total} units, {stats.cached} cached): "
                + ", ".join(f"{counts[s]} {s}" for s in ("ok", "undefined", "not-applicable", "failed", "timeout")
                            if counts[s]))

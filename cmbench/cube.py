@@ -23,7 +23,7 @@ from .errors import UserError
 FORMAT = 1
 DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
 CELL_VARS = ("l2", "mahalanobis", "seconds", "evaluations")
-RECOVERY_VARS = ("recovered_fraction", "discarded_fraction")
+RECOVERY_VARS = ("recovered_fraction", "recovery_rmse", "discarded_fraction")
 #: a recoverer's own diagnostics (its ``info`` dict), NaN where it reports none
 RECOVERY_INFO_VARS = ("converged", "iterations")
 CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv")
@@ -73,6 +73,49 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
                     created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                     host=platform.node())
     return ds
+
+
+def environment() -> dict:
+    """What computed the numbers: Python, numpy, scipy, the BLAS and the CPU.
+
+    Results can differ in the last digits between BLAS builds and CPUs (and a
+    kernel's speed far more), so a cube records them beside the versions.
+
+    Returns
+    -------
+    dict of strings: ``python``, ``numpy``, ``scipy``, ``blas`` (each library
+    threadpoolctl finds: its API, version, kernel architecture and threading
+    layer), ``cpu`` (model name and logical cores), ``platform``.
+    """
+    import sys
+
+    import scipy
+
+    env = {"python": f"{platform.python_implementation()} {sys.version.split()[0]}",
+           "numpy": np.__version__, "scipy": scipy.__version__}
+    try:
+        from threadpoolctl import threadpool_info
+
+        libs = [f"{i.get('internal_api', '?')} {i.get('version') or '?'}"
+                + "".join(f", {k} {i[k]}" for k in ("architecture", "threading_layer") if i.get(k))
+                for i in threadpool_info() if i.get("user_api") == "blas"]
+        env["blas"] = "; ".join(libs) or "none found by threadpoolctl"
+    except Exception as exc:  # provenance must never fail a run
+        env["blas"] = f"unknown ({type(exc).__name__})"
+    env["cpu"] = f"{_cpu_model()}, {os.cpu_count()} logical cores"
+    env["platform"] = platform.platform()
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def save(ds: xr.Dataset, path: Path) -> Path:

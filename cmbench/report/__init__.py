@@ -39,7 +39,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from .. import __version__
 from ..errors import UserError
 from ..output import writable_folder
-from . import claims, figures, significance, stress, tables, theory_pages
+from . import claims, figures, recovery, significance, stress, tables, theory_pages
 from .figures import Page
 from .load import Cube, load_cube, load_cubes
 from .style import RC, MethodStyles
@@ -129,12 +129,14 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
     pages = [Page(f, "provenance", png=False)
              for f in tables.provenance_pages(cubes, title, __version__, baseline)]
     pages += [Page(f, "claims", png=False) for f in claims.claims_pages(cubes)]
+    pages += [Page(f, "suite-file", png=False) for f in tables.suite_text_pages(cubes)]
     for cube in cubes:
         pages += figures.error_pages(cube, styles)
         pages += [Page(f, f"{cube.experiment}-ranking", png=False)
                   for f in tables.ranking_pages(cube)]
         pages += significance.cd_pages(cube)
         pages += stress.stress_pages(cube, styles)  # only cubes with adaptive adversaries
+        pages += recovery.recovery_pages(cube)
         rt = figures.runtime_page(cube, styles)
         if rt is not None:
             pages.append(rt)

@@ -37,6 +37,7 @@ OPTIONAL = {
     "discarded_fraction": DIMS[:5],
     "converged": DIMS[:5],
     "iterations": DIMS[:5],
+    "recovery_rmse": DIMS[:5],
     "d_entry1": CELL_DIMS,
     "d_entry_inf": CELL_DIMS,
     "d_tv": CELL_DIMS,

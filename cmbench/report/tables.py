@@ -362,6 +362,17 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
     tp.para("Plugins: " + (", ".join(plugins) if plugins
                            else "not recorded in the cube(s) (older run)."))
 
+    envs = {c.experiment: _json(c.attrs.get("environment")) for c in cubes}
+    envs = {k: v for k, v in envs.items() if isinstance(v, dict) and v}
+    if envs:
+        tp.heading("Environment")
+        same = len({str(sorted(v.items())) for v in envs.values()}) == 1
+        shown = {"all experiments": next(iter(envs.values()))} if same else envs
+        tp.table([Col("experiment", 1.2), Col("what", 0.9), Col("value", 6.0)],
+                 [[exp, key, str(value)] for exp, env in shown.items() for key, value in env.items()])
+    else:
+        tp.para("Environment (Python, numpy, scipy, BLAS, CPU): not recorded in the cube(s) (older run).")
+
     tp.heading("Data sets")
     rows = []
     for c in cubes:
@@ -396,6 +407,36 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
                 f"{baseline.attrs.get('cmbench_version', '?')}, created "
                 f"{baseline.attrs.get('created', '?')} on {baseline.attrs.get('host', '?')}.")
     return tp.figures
+
+
+def suite_text_pages(cubes: Sequence[Cube]) -> list[Figure]:
+    """The suite file as run, once per distinct text (recorded in each cube)."""
+    texts = {}
+    for c in cubes:
+        text = str(c.attrs.get("suite_text") or "")
+        if text:
+            texts.setdefault(text, []).append(c)
+    figures = []
+    for text, group in texts.items():
+        c = group[0]
+        tp = TextPages(f"Suite file: {c.attrs.get('suite_file', '?')}")
+        tp.para(f"As run (sha256 {str(c.attrs.get('suite_hash', '?'))[:16]}…), recorded in the cube(s) of "
+                f"{', '.join(g.experiment for g in group)}.", style="italic")
+        for line in text.splitlines():
+            tp.para(line or " ", style="normal")
+        figures += tp.figures
+    return figures
+
+
+def _json(value):
+    import json
+
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value
 
 
 def ranking_pages(cube: Cube) -> list[Figure]:

@@ -18,7 +18,7 @@ from ..output import inside, writable_folder
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
 from .store import Store
-from .units import OK, Job, call, execute, failed_cells, load_data
+from .units import OK, RECOVERED_TOLERANCE, Job, call, execute, failed_cells, load_data
 
 
 class Interrupted(Exception):
@@ -194,8 +194,22 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
                                        "adaptive": a.decl.adaptive} for a in exp.adversaries},
         "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout) for d in exp.datasets},
         "d_entry_method": "row-correspondence bound (exact for adversaries that corrupt rows in place)",
+        "environment": cubes.environment(),
+        "suite_text": suite_text(suite),
+        "recovered_tolerance": RECOVERED_TOLERANCE,
     }
     return cubes.build(coords, results, attrs)
+
+
+def suite_text(suite: Suite) -> str:
+    """The suite file's full text as run (checked against its hash); empty if it changed since."""
+    import hashlib
+
+    try:
+        raw = Path(suite.path).read_bytes()
+    except OSError:
+        return ""
+    return raw.decode("utf-8", errors="replace") if hashlib.sha256(raw).hexdigest() == suite.hash else ""
 
 
 def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[float] = None) -> dict:

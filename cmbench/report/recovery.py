@@ -1,0 +1,71 @@
+"""Recovery quality pages: how close each recoverer's filled entries are to the clean values.
+
+Per experiment and adversary, two figures with a panel per data set and a line
+per recoverer (mean over instances, 95% band): the root mean squared error of the
+recovered entries against the clean values (``recovery_rmse``), and the fraction
+of corrupted entries recovered within the cube's stated tolerance
+(``recovered_fraction``). A recoverer that leaves entries NaN (``none``) or is not
+applicable draws no line. Cubes written before these variables existed get no page.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .figures import Page, Panel, curve_figure
+from .load import Cube, summarize
+from .style import MethodStyles
+
+#: variable -> (axis label, what the page title says)
+QUANTITIES = {
+    "recovery_rmse": ("RMSE of recovered entries", "recovery RMSE (recovered vs clean entries)"),
+    "recovered_fraction": ("fraction recovered", "fraction of corrupted entries recovered"),
+}
+
+
+def tolerance_text(cube: Cube) -> str:
+    tol = cube.attrs.get("recovered_tolerance")
+    if tol is None:
+        return "an entry counts as recovered when the recoverer restored it (older cube: tolerance not recorded)"
+    return (f"an entry counts as recovered when within {float(tol):g} standard deviations of its "
+            f"column (clean data) of the clean value")
+
+
+def recovery_pages(cube: Cube) -> list[Page]:
+    """The recovery-quality figures of one cube (none when it lacks the variables)."""
+    if "recovery_rmse" not in cube.ds.data_vars:
+        return []
+    recs = [str(r) for r in cube.ds["recoverer"].values]
+    styles = MethodStyles(recs)
+    # the recovery's own status: a recoverer's cells share it across estimators only when
+    # it failed, so a value counts where any estimator's cell on it is ok
+    ok_any = (cube.ds["status"] == "ok").any("estimator")
+    pages = []
+    for var, (ylabel, what) in QUANTITIES.items():
+        if var not in cube.ds.data_vars:
+            continue
+        values = cube.ds[var].where(ok_any & np.isfinite(cube.ds[var]))
+        for adversary in cube.adversaries:
+            v = values.sel(adversary=adversary).rename(recoverer="method")
+            v = v.transpose("method", "dataset", "instance", "budget").expand_dims(
+                adversary=[adversary], axis=3)
+            summ = summarize(v)
+            panels = []
+            for d in cube.datasets:
+                mean = summ.mean.sel(dataset=d, adversary=adversary)
+                half = summ.half.sel(dataset=d, adversary=adversary)
+                curves = {r: (mean.sel({"method": r}).values, half.sel({"method": r}).values)
+                          for r in recs if np.isfinite(mean.sel({"method": r}).values).any()}
+                if curves:
+                    panels.append(Panel(cube.dataset_title(d), cube.budgets, curves, key=d))
+            if not panels:
+                continue
+            title = f"{cube.experiment}: {what}, adversary {adversary}"
+            sub = ("per recoverer, mean over instances with a 95% band; " + tolerance_text(cube)
+                   if var == "recovered_fraction" else
+                   "per recoverer, mean over instances with a 95% band; over the hidden or replaced "
+                   "entries the recoverer filled, in the data's units")
+            fig = curve_figure(title, panels, styles, xlabel=cube.budget_axis(adversary),
+                               ylabel=ylabel, subtitle=sub)
+            pages.append(Page(fig, f"{cube.experiment}-{adversary}-{var}"))
+    return pages

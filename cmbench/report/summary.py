@@ -1,0 +1,82 @@
+"""The summary `cmbench suite` prints at the end: per experiment, the methods ranked
+by mean error, cells by status, where the cubes and reports are."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import xarray as xr
+
+from .load import METRIC_TEXT, STATUSES, Cube, load_cube
+from .tables import fmt_num, ranking
+
+TOP = 5
+
+
+def plugin_labels(specs: Iterable[str]) -> set[str]:
+    """How the cube's ``components`` attribute names the plugins given by ``--plugin``:
+    a file by its resolved path, a module by its name."""
+    out = set()
+    for spec in specs:
+        spec = str(spec)
+        out.add(str(Path(spec).resolve()) if spec.endswith(".py") or "/" in spec else spec)
+    return out
+
+
+def from_plugins(cube: Cube, specs: Iterable[str]) -> set[str]:
+    """Method labels whose recoverer or estimator came from one of the plugins ``specs``."""
+    labels = plugin_labels(specs)
+    if not labels:
+        return set()
+    comps = cube.attrs.get("components")
+    if isinstance(comps, str):
+        import json
+
+        comps = json.loads(comps)
+    comps = comps or {}
+
+    def came(kind: str, label: str) -> bool:
+        src = str((comps.get(kind, {}).get(label) or {}).get("plugin", ""))
+        return any(src == p or src.startswith(p + " ") for p in labels)
+
+    return {m for m, (r, e) in cube.methods.items() if came("recoverers", r) or came("estimators", e)}
+
+
+def summary_lines(cubes: Mapping[str, xr.Dataset] | Iterable[xr.Dataset], *, plugins: Iterable[str] = (),
+                  top: int = TOP) -> list[str]:
+    """Per experiment: its first metric's ranking by mean error (the best ``top`` methods,
+    then every method from ``plugins`` below them with its rank), and its cells by status.
+
+    A method's mean error is over the (data set, adversary, budget) cells where it has a
+    value; one with fewer cells than the others says so, since its mean skips cells.
+    """
+    cubes = list(cubes.values()) if isinstance(cubes, Mapping) else list(cubes)
+    plugins = list(plugins)
+    lines = []
+    for i, ds in enumerate(cubes):
+        cube = load_cube(ds, index=i)
+        metric = cube.metrics[0]
+        df = ranking(cube, metric)
+        df = df.sort_values(["mean_error", "mean_rank"], na_position="last", kind="stable").reset_index(drop=True)
+        mine = from_plugins(cube, plugins)
+        lines.append(f"{cube.experiment}: methods by mean {METRIC_TEXT.get(metric, metric)} "
+                     f"(over {int(df['total_cells'].max()) if len(df) else 0} data set x adversary x budget cells)")
+        width = max([len(m) for m in df["method"]] + [6])
+        shown = [k for k in range(len(df)) if k < top or df.loc[k, "method"] in mine]
+        for k in shown:
+            if k >= top and (k - 1) not in shown:
+                lines.append("    ...")
+            r = df.loc[k]
+            note = []
+            if r["cells"] < r["total_cells"]:
+                note.append(f"value in {r['cells']}/{r['total_cells']} cells")
+            if r["method"] in mine:
+                note.append("--plugin")
+            err = fmt_num(r["mean_error"]) if np.isfinite(r["mean_error"]) else "no value"
+            lines.append(f"  {k + 1:>3}. {r['method']:<{width}}  {err:>8}"
+                         + (f"  ({'; '.join(note)})" if note else ""))
+        counts = cube.status_counts()
+        lines.append("  cells: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
+                     + "".join(f", {n} {s}" for s, n in counts.items() if s not in STATUSES and n))
+    return lines

@@ -1,0 +1,94 @@
+"""Recovery quality, provenance of the environment, and the end-of-suite summary."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from cmbench import cube as cubes
+from cmbench.report.summary import summary_lines
+from cmbench.runner.units import RECOVERED_TOLERANCE, recovery_fractions
+from test_report import pdf_pages_text, squash
+
+
+def test_a_fill_is_not_a_recovery():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 3)) * [1.0, 10.0, 0.1]
+    Xc = X.copy()
+    hidden = rng.random(X.shape) < 0.2
+    Xc[hidden] = np.nan
+    exact = recovery_fractions(X, Xc, X.copy(), "missing")
+    assert exact["recovered_fraction"] == 1.0 and exact["recovery_rmse"] == 0.0
+    fill = np.where(np.isnan(Xc), np.nanmean(Xc, 0), Xc)  # column-mean fill
+    got = recovery_fractions(X, Xc, fill, "missing")
+    # a standard normal lies within 0.1 sd of its mean with probability ~ 0.08
+    assert 0.02 < got["recovered_fraction"] < 0.2
+    sd = X.std(0)
+    expected = np.sqrt(np.mean(((fill - X) / 1.0)[hidden] ** 2))
+    assert got["recovery_rmse"] == pytest.approx(expected)
+    assert got["recovery_rmse"] > 5 * np.mean(sd[:2]) / 10  # dominated by the wide column
+    # off by just under / just over the tolerance, column by column
+    near = np.where(hidden, X + 0.99 * RECOVERED_TOLERANCE * sd, X)
+    far = np.where(hidden, X + 1.01 * RECOVERED_TOLERANCE * sd, X)
+    assert recovery_fractions(X, Xc, near, "missing")["recovered_fraction"] == 1.0
+    assert recovery_fractions(X, Xc, far, "missing")["recovered_fraction"] == 0.0
+    # left NaN: not recovered, not in the RMSE, and its rows are discarded
+    partial = np.where(hidden & (np.arange(400) < 200)[:, None], np.nan, X)
+    res = recovery_fractions(X, Xc, partial, "missing")
+    assert res["recovery_rmse"] == 0.0 and 0.3 < res["recovered_fraction"] < 0.7
+    assert res["discarded_fraction"] == pytest.approx(np.isnan(partial).any(1).mean())
+    # replace mode: the replaced entries are the ones that differ
+    Xr = X.copy()
+    Xr[hidden] += 5.0
+    assert recovery_fractions(X, Xr, X.copy(), "replace")["recovered_fraction"] == 1.0
+    assert recovery_fractions(X, Xr, Xr, "replace")["recovery_rmse"] == pytest.approx(5.0)
+
+
+def test_cube_records_environment_suite_text_and_recovery(smoke_run):
+    ds = cubes.load(smoke_run / "smoke" / "synthetic.nc")
+    env = cubes.attr_json(ds, "environment")
+    assert env["numpy"] == np.__version__ and env["python"].split()[-1] == sys.version.split()[0]
+    import scipy
+
+    assert env["scipy"] == scipy.__version__ and env["blas"] and "logical cores" in env["cpu"]
+    from cmbench.suite import load_suite
+
+    suite = load_suite("smoke")
+    assert ds.attrs["suite_text"] == suite.path.read_text()
+    assert float(ds.attrs["recovered_tolerance"]) == RECOVERED_TOLERANCE
+    rmse = ds["recovery_rmse"].sel(adversary="hide-smallest", budget=0.2)
+    assert float(rmse.sel(recoverer="exact").max()) < 1e-6  # exact recovery restores the entries
+    assert not np.isfinite(rmse.sel(recoverer="none")).any()  # none fills nothing
+    frac = ds["recovered_fraction"].sel(adversary="hide-smallest", budget=0.2)
+    assert float(frac.sel(recoverer="exact").min()) == 1.0 and float(frac.sel(recoverer="none").max()) == 0.0
+    text = squash(" ".join(pdf_pages_text(smoke_run / "smoke.pdf")[:3]))
+    for fragment in ("Environment", "numpy", np.__version__, "blas", "logicalcores", "Suitefile",
+                     'name="smoke"', "recoveryRMSE"):
+        assert squash(fragment) in text or fragment == "recoveryRMSE", fragment
+    all_text = squash(" ".join(pdf_pages_text(smoke_run / "smoke.pdf")))
+    assert "recoveryRMSE(recoveredvscleanentries)" in all_text
+    assert "within0.1standarddeviations" in all_text
+
+
+def test_summary_ranks_by_mean_error_and_keeps_plugin_methods(smoke_run, tmp_path):
+    ds = cubes.load(smoke_run / "smoke" / "synthetic.nc")
+    lines = summary_lines({"synthetic": ds}, top=1)
+    head = [ln for ln in lines if ln.strip()[:2].rstrip(".").isdigit()]
+    assert lines[0].startswith("synthetic: methods by mean l2 error")
+    assert len(head) == 1 and head[0].split()[1:3] == ["Two-Step-E", head[0].split()[2]]
+    assert lines[-1].strip() == "cells: 32 ok"
+
+
+def test_suite_prints_the_summary(tmp_path, winsorized_file):
+    result = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", "smoke", "--out", tmp_path / "out",
+                             "--plugin", winsorized_file, "--no-report"],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "synthetic: methods by mean l2 error" in out
+    ranked = [ln.split() for ln in out.splitlines() if ln.strip()[:1].isdigit() and ". " in ln]
+    assert [r[0] for r in ranked][:3] == ["1.", "2.", "3."]
+    plugin = [ln for ln in out.splitlines() if "winsorized-mean" in ln]
+    assert plugin and all("--plugin" in ln for ln in plugin)
+    assert "cells: " in out and "cubes: " in out
