@@ -9,7 +9,8 @@ import numpy as np
 import xarray as xr
 
 from .load import METRIC_TEXT, STATUSES, Cube, load_cube
-from .tables import fmt_num, ranking
+from .paper_tables import fmt_num
+from .tables import ranking
 
 TOP = 5
 

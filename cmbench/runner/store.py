@@ -22,7 +22,9 @@ from ..errors import UserError
 from ..suite import Experiment, Suite
 from .units import Job
 
-FORMAT = 1
+# 2: recovered_fraction counts entries within a tolerance of the clean value (was: filled),
+# recovery_rmse added; units cached in format 1 are recomputed
+FORMAT = 2
 
 
 def _canonical(obj) -> str:
