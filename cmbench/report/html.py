@@ -262,20 +262,35 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
                                " ± %{customdata[0]:.3g}<br>instances ok: %{customdata[1]}"
                                "<extra></extra>")), row=row, col=col)
             shown.add(m)
+        # y range from the curves, not the bands: a band over two instances can be
+        # huge and would flatten every curve (zoom out to see it whole)
+        centres = summ.mean.sel(dataset=d).values
+        top = float(np.nanmax(centres)) if np.isfinite(centres).any() else 1.0
+        low = min(0.0, float(np.nanmin(centres)))
+        top = top * 1.15 if top > 0 else 1.0
+        fig.update_yaxes(range=[low, top], row=row, col=col)
+        # thresholds as lines with their label on hover (text on the plot would overlap)
         for j, (label, value) in enumerate(thresholds_for(cube, d, adversary)):
-            fig.add_vline(x=value, line_dash=THRESHOLD_DASHES[j % len(THRESHOLD_DASHES)],
-                          line_color="#555", line_width=1, row=row, col=col,
-                          annotation_text=_plain_title(label), annotation_font_size=9,
-                          annotation_textangle=-90, annotation_position="top left")
+            text = _plain_title(label)
+            fig.add_trace(go.Scatter(
+                x=[value, value], y=[low, top], mode="lines", name="recovery thresholds",
+                legendgroup="recovery thresholds", showlegend="recovery thresholds" not in shown,
+                line={"color": "#555", "width": 1, "dash": THRESHOLD_DASHES[j % len(THRESHOLD_DASHES)]},
+                meta={"role": "threshold"},
+                hovertemplate=f"{text} = {value:.4g}<extra></extra>"), row=row, col=col)
+            shown.add("recovery thresholds")
     axis = cube.budget_axis(adversary)
     for i in range(len(datasets)):
         fig.update_xaxes(title_text=_plain_title(axis), row=i // ncols + 1, col=i % ncols + 1)
-        fig.update_yaxes(title_text=METRIC_TEXT.get(metric, metric), rangemode="tozero",
+        fig.update_yaxes(title_text=METRIC_TEXT.get(metric, metric),
                          row=i // ncols + 1, col=i % ncols + 1)
-    fig.update_layout(height=380 * nrows + 120, template="plotly_white", hovermode="closest",
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02 + 0.06 / nrows,
+    height = 380 * nrows + 150
+    plot_h = height - 150 - 50
+    fig.update_layout(height=height, template="plotly_white", hovermode="closest",
+                      # above the two-line panel titles
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 55 / plot_h,
                               "xanchor": "left", "x": 0, "groupclick": "togglegroup"},
-                      margin={"t": 110, "l": 60, "r": 20, "b": 50})
+                      margin={"t": 150, "l": 60, "r": 20, "b": 50})
     return fig
 
 
