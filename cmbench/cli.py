@@ -61,10 +61,13 @@ def plugins(plugins) -> None:
 @click.option("--scheduler", default=None, metavar="ADDRESS|local",
               help="Run on a Dask cluster ('local' starts a LocalCluster on 127.0.0.1).")
 @click.option("--timeout", default=None, type=float, metavar="SECONDS", help="Stop a plugin call after this long.")
-@click.option("--resume/--no-resume", default=True, show_default=True, help="Reuse finished units.")
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Reuse cached stages (--no-resume clears the suite's cache first).")
+@click.option("--cache-size", default=None, metavar="SIZE",
+              help="Cap of the stage cache, e.g. 500MB or 4GB (default: the suite's cache_size, else 2GB).")
 @click.option("--report/--no-report", default=True, show_default=True, help="Write the suite's PDF.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
-def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, progress) -> None:
+def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, report, progress) -> None:
     """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
     from .cube import failures
     from .runner import Interrupted, Progress, run_suite
@@ -72,7 +75,8 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
     stats = Progress()
     try:
         cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
-                          timeout=timeout, resume=resume, progress=progress, report=report, stats=stats)
+                          timeout=timeout, resume=resume, progress=progress, report=report, stats=stats,
+                          cache_size=cache_size)
     except Interrupted as exc:
         click.echo(f"cmbench: {exc}", err=True)
         sys.exit(130)
@@ -81,6 +85,9 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, report, prog
                    f"by cmbench {__version__}", err=True)
     if stats.damaged:
         click.echo(f"cmbench: note: {stats.damaged} damaged cache files were recomputed", err=True)
+    if stats.evicted:
+        click.echo(f"cmbench: note: {stats.evicted} cache files were evicted to stay under the cache size",
+                   err=True)
     counts = collections.Counter()
     failed = []
     for name, ds in cubes.items():
@@ -258,6 +265,69 @@ def _print_claims(cubes) -> None:
                             ("measured", v.numbers)):
             click.echo(textwrap.fill(text, 110, initial_indent=f"    {label}: ",
                                      subsequent_indent=" " * (6 + len(label))))
+
+
+@main.group()
+def cache() -> None:
+    """See and free the stage caches of suite runs (``<out>/<suite>/.cache``)."""
+
+
+def _caches(out: str, suite_name):
+    """The stage caches under ``out``: one suite's (by name or suite file) or every one found."""
+    from .runner.store import MARKER, Store
+
+    root = Path(out)
+    if suite_name:
+        name = suite_name
+        if name.endswith(".toml") or "/" in name or "\\" in name:
+            from .suite import load_suite
+
+            name = load_suite(name).name
+        if name in ("", ".", "..") or "/" in name or "\\" in name:
+            raise UserError(f"{suite_name!r} is not a suite name")
+        folders = [root / name]
+    else:
+        folders = sorted(p.parent.parent for p in root.glob(f"*/.cache/{MARKER}"))
+    return [Store(folder, out=root) for folder in folders if (folder / ".cache" / MARKER).is_file()]
+
+
+@cache.command("info")
+@click.argument("suite", required=False)
+@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="The output folder of the runs.")
+def cache_info(suite, out) -> None:
+    """Size of each suite's stage cache in OUT (or of SUITE's)."""
+    from .runner.store import format_size
+
+    stores = _caches(out, suite)
+    if not stores:
+        click.echo(f"no stage cache under {out}" + (f" for suite {suite}" if suite else ""))
+        return
+    rows = []
+    for store in stores:
+        s = store.summary()
+        k = s["kinds"]
+        rows.append((store.root.name, str(k["units"]["files"]), f"{k['matrices']['files']} "
+                     f"({format_size(k['matrices']['bytes'])})", format_size(s["bytes"]), s["folder"]))
+    _table(("suite", "units", "matrices", "total", "folder"), rows)
+
+
+@cache.command("clear")
+@click.argument("suite", required=False)
+@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="The output folder of the runs.")
+def cache_clear(suite, out) -> None:
+    """Delete the stage cache of SUITE (or of every suite) in OUT; cubes and reports stay."""
+    stores = _caches(out, suite)
+    for store in stores:
+        store.lock()
+        try:
+            n = store.clear()
+        finally:
+            store.unlock()
+        click.echo(f"{store.root.name}: {n} cache files deleted from {store.cache}")
+    if not stores:
+        click.echo(f"no stage cache under {out}" + (f" for suite {suite}" if suite else ""))
 
 
 def _table(header, rows) -> None:

@@ -23,7 +23,7 @@ from .errors import PluginError, SuiteError
 from .plugins import SINGULAR, Registry, choices_hint, is_file_spec, load_plugins
 
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
-              "theory_figures": list}
+              "theory_figures": list, "cache_size": (str, int)}
 REQUIRED_SUITE_KEYS = ("name", "experiment")
 EXPERIMENT_KEYS = {
     "name": str, "description": str, "datasets": list, "instances": (int, list),
@@ -95,6 +95,7 @@ class Suite:
     experiments: tuple
     registry: Registry = field(repr=False, compare=False, default=None)
     theory_figures: tuple = ()  # worked examples of the paper the report draws (cmbench.theory.EXAMPLES)
+    cache_size: Any = None  # the stage cache's cap ("2GB", bytes); checked by the runner
 
 
 def shipped_suites() -> list[str]:
@@ -171,6 +172,7 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
         hash=hashlib.sha256(raw).hexdigest(), plugins=tuple(str(p) for p in plugins), experiments=tuple(parsed),
         registry=registry, theory_figures=_theory_figures(ctx, doc.get("theory_figures", [])),
+        cache_size=doc.get("cache_size"),
     )
 
 

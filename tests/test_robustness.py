@@ -148,8 +148,9 @@ def slow_suite(tmp_path: Path, delay: float, instances: int, budgets: str) -> Pa
 
 
 def unit_files(out: Path, suite: str = "slow") -> list[Path]:
-    cache = out / suite / ".cache"
-    return sorted(cache.rglob("*.json")) if cache.exists() else []
+    """The cache's unit documents (one per corruption, holding its stages' records)."""
+    cache = out / suite / ".cache" / "units"
+    return sorted(cache.glob("*.json")) if cache.exists() else []
 
 
 def computed(log: Path) -> int:
@@ -1052,7 +1053,7 @@ def test_damaged_cache_files_are_detected_and_recomputed(tmp_path, log):
         lambda p: p.write_text(p.read_text()[: len(p.read_text()) // 2]),  # truncated
         lambda p: p.write_text("[1, 2, 3]"),                              # JSON, but not a unit
         lambda p: p.write_text(files[-1].read_text()),                    # another unit's (valid) file
-        lambda p: edit(p, lambda d: d["result"]["cells"]["none"]["mean"].update(l2=0.0)),  # checksum fails
+        lambda p: edit(p, lambda d: next(iter(d["body"]["cells"].values())).update(l2=0.0)),  # checksum fails
         lambda p: edit(p, lambda d: d.pop("checksum")),                   # no checksum
     ]
     for path, spoil in zip(files, damage):

@@ -174,10 +174,11 @@ def test_resume_recomputes_nothing(tmp_path, log):
 def test_corrupted_cache_file_is_recomputed(tmp_path, log):
     suite = make_suite(tmp_path)
     first = run_suite(suite, out=tmp_path / "out", report=False)["e"]
-    files = sorted((tmp_path / "out" / "t" / ".cache" / "e").glob("*.json"))
+    files = sorted((tmp_path / "out" / "t" / ".cache" / "units").glob("*.json"))
     files[0].write_text(files[0].read_text()[:-40])          # truncated
     doc = json.loads(files[1].read_text())
-    doc["result"]["cells"]["none"]["mean"]["l2"] = 123.0   # tampered: checksum fails
+    cell = next(c for c in doc["body"]["cells"].values() if "l2" in c)
+    cell["l2"] = 123.0                                        # tampered: checksum fails
     files[1].write_text(json.dumps(doc))
     again = run_suite(suite, out=tmp_path / "out", report=False)["e"]
     assert_same(first, again)
@@ -191,8 +192,10 @@ def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, log):
     assert (status.sel(estimator="mean") == "ok").all()
     err = str(ds["error"].sel(estimator="boom").values.flat[0])
     assert "estimator 'boom'" in err and "RuntimeError: estimator exploded" in err and "counting.py" in err
-    # failed units are not cached as done
-    assert not list((tmp_path / "out" / "t" / ".cache").rglob("*.json"))
+    # failed cells are not cached (the ok cells around them are)
+    docs = [json.loads(p.read_text()) for p in (tmp_path / "out" / "t" / ".cache" / "units").glob("*.json")]
+    cells = [c for d in docs for c in d["body"]["cells"].values()]
+    assert cells and all(c["status"] == "ok" for c in cells)
 
 
 def test_timeout_stops_a_hanging_plugin(tmp_path, log):
@@ -239,14 +242,14 @@ def test_sigkill_then_rerun_gives_the_same_cube(tmp_path, log):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out),
                              "--no-report"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cache = out / "t" / ".cache"
+    cache = out / "t" / ".cache" / "units"
     deadline = time.time() + 60
     while not (cache.exists() and any(cache.rglob("*.json"))) and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(random.Random().uniform(0.0, 4.0))  # a random moment, mid-sweep
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    kept = len(list((out / "t" / ".cache").rglob("*.json"))) if (out / "t" / ".cache").exists() else 0
+    kept = len(list(cache.glob("*.json"))) if cache.exists() else 0
     total = 3 * 6
     log.unlink(missing_ok=True)
     result = _cli("suite", str(suite), "--out", str(out), "--no-report", env=env)

@@ -1,6 +1,7 @@
 """The suite runner: sweep an experiment grid in staged units, persist, resume, assemble cubes."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from ..errors import UserError
 from ..output import inside, writable_folder
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
-from .store import Store
+from .stages import info_key, lookup, merged, records_of, unit_keys, unit_result
+from .store import Store, parse_size
 from .units import OK, RECOVERED_TOLERANCE, Job, call, execute, failed_cells, load_data
 
 
@@ -31,8 +33,9 @@ class Progress:
     cached: int = 0
     computed: int = 0
     failed: int = 0
-    damaged: int = 0  # cached units that failed their checksum and were recomputed
-    other_versions: dict = None  # cmbench version -> cached units it wrote, recomputed
+    damaged: int = 0  # cache documents that failed a check (checksum, key, schema) and were recomputed
+    other_versions: dict = None  # cmbench version -> cache documents it wrote, recomputed
+    evicted: int = 0  # cache files evicted to keep under the size cap
 
 
 def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
@@ -80,34 +83,41 @@ def uses_foreign_plugins(suite: Suite) -> bool:
 
 def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional[str] = None,
               plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
-              progress: Optional[bool] = None, report: bool = True, stats: Optional[Progress] = None
-              ) -> dict[str, xr.Dataset]:
+              progress: Optional[bool] = None, report: bool = True, stats: Optional[Progress] = None,
+              cache_size=None) -> dict[str, xr.Dataset]:
     """Run a suite; return its cubes by experiment name.
 
     Cubes are written to ``<out>/<suite>/<experiment>.nc`` and, with ``report``,
-    the PDF to ``<out>/<suite>.pdf`` and the interactive HTML to ``<out>/<suite>.html``.
-    Finished units are cached under ``<out>/<suite>/.cache`` and reused by the next run unless ``resume`` is False.
+    the PDF to ``<out>/<suite>.pdf`` and the interactive HTML to ``<out>/<suite>.html``. Every stage (corruption, recovery,
+    estimate) is cached under ``<out>/<suite>/.cache`` by a key of what
+    determines it and reused by the next run unless ``resume`` is False;
+    ``cache_size`` (bytes or a size such as ``"500MB"``; default the suite's
+    ``cache_size``, else 2 GB) caps that folder.
     """
     suite = load_suite(name_or_path, plugins)
     if workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    cap = _cache_cap(suite, cache_size)
     check_data_files(suite)
     root = inside(out, Path(out) / suite.name)
     writable_folder(root, "output folder")
-    store = Store(root, suite)
+    store = Store(root, suite, cap=cap, out=Path(out))
+    stats = stats if stats is not None else Progress()
     store.lock()
     try:
         if not resume:
             store.clear()
-        results = _sweep(suite, store, workers, scheduler, timeout, progress,
-                         stats if stats is not None else Progress())
+        results = _sweep(suite, store, workers, scheduler, timeout, progress, stats)
         written = {}
         for exp in suite.experiments:
-            ds = assemble(suite, exp, results[exp.name], timeout)
+            ds = assemble(suite, exp, results[exp.name], timeout, store)
             cubes.save(ds, inside(root, root / f"{exp.name}.nc"))
             written[exp.name] = ds
+        store.evict()
+        stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
+        stats.evicted = store.evicted
     finally:
         store.unlock()
     if report:
@@ -133,35 +143,55 @@ def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
     return packed
 
 
+def _cache_cap(suite: Suite, cache_size) -> int:
+    """The cache's size cap: ``--cache-size``, else the suite's ``cache_size``, else the default."""
+    from .store import DEFAULT_CACHE_SIZE
+
+    if cache_size is not None:
+        return parse_size(cache_size)
+    value = getattr(suite, "cache_size", None)
+    if value is None:
+        return DEFAULT_CACHE_SIZE
+    try:
+        return parse_size(value)
+    except UserError as exc:
+        raise UserError(f"{suite.path}: key 'cache_size': {exc}") from None
+
+
 def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress) -> dict:
+    """Take every stage the cache holds, compute the rest, store what finished as it arrives."""
     packed = pack(suite, scheduler)
     planned = plan(suite, timeout, packed.digest)
     results = {exp.name: {} for exp in suite.experiments}
-    todo = []
+    todo, pending = [], {}
     for exp, job in planned:
-        cached = store.get(exp, job)
-        if cached is None:
-            todo.append((exp, job))
+        keys = unit_keys(suite.seed, exp, job)
+        result, work = lookup(store, exp, keys)
+        if work is None:
+            results[exp.name][job.coords] = result
         else:
-            results[exp.name][job.coords] = cached
+            job = dataclasses.replace(job, work=work)
+            todo.append(job)
+            pending[(job.experiment, job.coords)] = (exp, keys)
     stats.total, stats.cached = len(planned), len(planned) - len(todo)
     stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
-    exps = {exp.name: exp for exp, _ in todo}
     bar = tqdm(total=len(planned), initial=stats.cached, desc=f"cmbench {suite.name}", unit="unit",
                file=sys.stderr, delay=0.5, dynamic_ncols=True,
                disable=(not sys.stderr.isatty()) if progress is None else not progress)
     bar.set_postfix(cached=stats.cached, failed=0)
     try:
-        for job, result in run_jobs([job for _, job in todo], execute, workers, scheduler,
-                                    isolate=uses_foreign_plugins(suite), bundle=packed):
-            exp = exps[job.experiment]
+        for job, out in run_jobs(todo, execute, workers, scheduler,
+                                 isolate=uses_foreign_plugins(suite), bundle=packed):
+            exp, keys = pending[(job.experiment, job.coords)]
+            fresh, cacheable, matrices = records_of(out, keys)
+            # Failed or timed-out records are not stored: the next run computes them again,
+            # while everything around them is kept.
+            store.add(keys.corruption, cacheable, matrices)
+            result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
             results[exp.name][job.coords] = result
-            bad = failed_cells(result)
             stats.computed += 1
-            if bad:
-                stats.failed += 1  # not cached: a rerun tries the unit again
-            else:
-                store.put(exp, job, result)
+            if failed_cells(result):
+                stats.failed += 1
             bar.update(1)
             bar.set_postfix(cached=stats.cached, failed=stats.failed)
     except KeyboardInterrupt:
@@ -173,7 +203,8 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
     return results
 
 
-def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[float] = None) -> xr.Dataset:
+def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[float] = None,
+             store: Optional[Store] = None) -> xr.Dataset:
     coords = {
         "dataset": [d.label for d in exp.datasets], "instance": list(exp.instances),
         "adversary": [a.label for a in exp.adversaries], "budget": list(exp.budgets),
@@ -192,7 +223,7 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
                        for kind in ("datasets", "adversaries", "recoverers", "estimators")},
         "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,
                                        "adaptive": a.decl.adaptive} for a in exp.adversaries},
-        "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout) for d in exp.datasets},
+        "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout, store) for d in exp.datasets},
         "d_entry_method": "row-correspondence bound (exact for adversaries that corrupt rows in place)",
         "environment": cubes.environment(),
         "suite_text": suite_text(suite),
@@ -212,11 +243,23 @@ def suite_text(suite: Suite) -> str:
     return raw.decode("utf-8", errors="replace") if hashlib.sha256(raw).hexdigest() == suite.hash else ""
 
 
-def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[float] = None) -> dict:
-    """Shape, rank and, where A is known, m_A and the paper's thresholds."""
+def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[float] = None,
+                 store: Optional[Store] = None) -> dict:
+    """Shape, rank and, where A is known, m_A and the paper's thresholds (cached in ``store``)."""
+    entry = next(d for d in exp.datasets if d.label == label)
+    key = info_key(suite.seed, entry, exp.instances[0])
+    info = store.info(key) if store is not None else None
+    if info is None:
+        info = _dataset_info(suite, exp, entry, timeout)
+        if store is not None and "error" not in info:
+            store.put_info(key, info)
+    return info
+
+
+def _dataset_info(suite: Suite, exp: Experiment, entry, timeout: Optional[float]) -> dict:
     from .. import theory
 
-    entry = next(d for d in exp.datasets if d.label == label)
+    label = entry.label
     info = {"name": entry.name, "shape": None, "rank": None, "structure_known": False,
             "m_a": None, "thresholds": {}}
     job = Job(str(suite.path), suite.plugins, exp.name, label, exp.instances[0], "", 0.0, timeout, suite.hash)

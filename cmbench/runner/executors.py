@@ -131,14 +131,12 @@ def _pool(workers: int, slot=None) -> ProcessPoolExecutor:
 
 
 def worker_died(job: Job, running: str = "") -> dict:
-    """The result of a unit whose worker process died: every cell failed, naming the call it was in."""
-    from .units import FAILED, _fail_all, experiment_for
+    """The result of a job whose worker process died: every stage it computed failed, naming the call."""
+    from .units import failed_work
 
-    _, exp = experiment_for(job)
     where = f" in {running}" if running else ""
-    return _fail_all({"corruption": {}, "recovery": {}, "cells": {}}, exp, FAILED,
-                     f"the worker process died while computing this unit{where} (a plugin ended the "
-                     "interpreter: os._exit, a segfault, or out of memory)")
+    return failed_work(job, f"the worker process died while computing this unit{where} (a plugin ended the "
+                            "interpreter: os._exit, a segfault, or out of memory)")
 
 
 #: Seconds a Dask scheduler has to answer before ``--scheduler`` is given up

@@ -1,132 +1,419 @@
-"""Persistence of finished units: one JSON file each, written atomically.
+"""The stage cache of a suite: content-addressed records and matrices under ``<out>/<suite>/.cache``.
 
-A unit's file is named by a digest of everything that determines its result
-(seed, coordinates, every component's name and parameters), so a rerun finds
-exactly the units it can reuse. JSON, never pickle: nothing executable is read
-back from disk. A file that does not parse, fails its checksum, or comes from
-another cmbench version is ignored and the unit recomputed.
+Every stage is stored under a digest of what determines it (see `keys`):
+
+- ``units/<corruption key>.json``: the records of one corruption and of what
+  was computed on it (recoveries, estimates, adaptive pairs), each under its
+  own key, so that adding or editing one component touches only its records;
+- ``matrices/<key>.bin``: a corrupted or recovered matrix (`matrices.encode`);
+- ``info/<key>.json``: a data set's shape, rank and thresholds for the cube.
+
+JSON, never pickle: nothing executable is read back. A document is checked
+before use: its checksum (a torn or edited file), its key (a file copied over
+another), its cmbench version, and its structure against the schema below; a
+document that fails any check is ignored and its stages recomputed. A checksum
+cannot tell a forged but well-formed number from a computed one: the cache
+protects against accidents (kills, full disks, stray edits), not against
+someone who rewrites a record and its checksum.
+
+Only failed or timed-out records are never stored: they are computed again by
+the next run, while the records around them are reused. The cache is capped
+(``cache_size`` in the suite, ``--cache-size``; 2 GB by default): beyond it
+the least recently used matrices, then records, are evicted and simply
+recomputed when needed again. Paths are built only from hex digests and fixed
+folder names, and the cache never lies outside the output folder; clearing it
+deletes only files cmbench wrote (in a folder carrying cmbench's marker, with
+the names cmbench gives them).
 """
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
+import math
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
 
 from .. import __version__
 from ..errors import UserError
-from ..suite import Experiment, Suite
-from .units import Job
 
-# 2: recovered_fraction counts entries within a tolerance of the clean value (was: filled),
-# recovery_rmse added; units cached in format 1 are recomputed
-FORMAT = 2
+# 3: stage records (2: recovered_fraction within a tolerance of the clean value, recovery_rmse);
+# documents of another format are recomputed
+FORMAT = 3
+DEFAULT_CACHE_SIZE = 2 * 1000 ** 3
+MARKER = "CMBENCH_CACHE.json"
+KINDS = ("units", "matrices", "info")
+_SUFFIX = {"units": ".json", "matrices": ".bin", "info": ".json"}
+_NAME = re.compile(r"^[0-9a-f]{64}\.(json|bin)$")
+_TEMP = re.compile(r"^\.[0-9a-f]{64}\.(json|bin)\.[A-Za-z0-9_]+\.tmp$")
+CACHED_STATUSES = ("ok", "undefined", "not-applicable")  # failed and timeout are never stored
 
 
-def _canonical(obj) -> str:
+def canonical(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def unit_key(suite: Suite, exp: Experiment, job: Job) -> dict:
-    def spec(entries, label):
-        return next(e.spec() for e in entries if e.label == label)
+def key_of(obj) -> str:
+    """The content address of a JSON-able description."""
+    return hashlib.sha256(canonical(obj).encode()).hexdigest()
 
-    return {
-        "format": FORMAT, "seed": suite.seed, "experiment": exp.name,
-        "dataset": spec(exp.datasets, job.dataset), "instance": job.instance,
-        "adversary": spec(exp.adversaries, job.adversary), "budget": job.budget,
-        "recoverers": [e.spec() for e in exp.recoverers],
-        "estimators": [e.spec() for e in exp.estimators],
-    }
+
+def parse_size(text) -> int:
+    """'2GB', '500M', '1.5G', '0' or a number of bytes -> bytes; `UserError` otherwise."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(i?[bB])?\s*", str(text))
+        if not m:
+            raise UserError(f"cache size {text!r}: expected a size such as 2GB, 500MB or 0")
+        value, unit = float(m.group(1)), m.group(2).upper()
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"cache size {text!r}: must be a non-negative size")
+    return int(value * 1000 ** " KMGT".index(unit or " "))
+
+
+def format_size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"
+
+
+# ---------------------------------------------------------------- the schema of stored records
+def _number(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or isinstance(v, bool)
+
+
+def _hex(v) -> bool:
+    return isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) is not None
+
+
+def valid_record(rec) -> bool:
+    """A stage's record: a cacheable status, a string error, numbers, and typed extras.
+
+    Fields other than the few named here are numbers (or null): that leaves
+    room for new per-stage variables without a schema change.
+    """
+    if not isinstance(rec, dict) or rec.get("status") not in CACHED_STATUSES:
+        return False
+    for k, v in rec.items():
+        if not isinstance(k, str):
+            return False
+        if k == "status":
+            continue
+        if k == "error":
+            ok = isinstance(v, str)
+        elif k == "info":
+            ok = isinstance(v, dict) and all(isinstance(a, str) and _number(b) for a, b in v.items())
+        elif k == "matrix":
+            ok = (isinstance(v, dict) and set(v) == {"sha256", "bytes"} and _hex(v["sha256"])
+                  and isinstance(v["bytes"], int) and not isinstance(v["bytes"], bool) and v["bytes"] >= 0)
+        elif k in ("corruption", "recovery", "cell"):  # an adaptive pair's three records
+            ok = valid_record(v) or (k != "cell" and v is None)
+        else:
+            ok = _number(v)
+        if not ok:
+            return False
+    return True
+
+
+def valid_body(body) -> bool:
+    if not isinstance(body, dict) or set(body) != {"corruption", "recoveries", "cells", "pairs"}:
+        return False
+    if body["corruption"] is not None and not valid_record(body["corruption"]):
+        return False
+    for part in ("recoveries", "cells", "pairs"):
+        table = body[part]
+        if not isinstance(table, dict) or not all(_hex(k) and valid_record(v) for k, v in table.items()):
+            return False
+    return True
+
+
+def valid_info(info) -> bool:
+    if not isinstance(info, dict):
+        return False
+    shape = info.get("shape")
+    return (isinstance(info.get("name"), str) and isinstance(shape, list) and len(shape) == 2
+            and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)
+            and isinstance(info.get("structure_known"), bool) and isinstance(info.get("thresholds"), dict)
+            and all(isinstance(k, str) and isinstance(v, dict) and _number(v.get("value"))
+                    and isinstance(v.get("label"), str) for k, v in info["thresholds"].items())
+            and all(_number(info.get(k)) for k in ("rank", "m_a", "r"))
+            and not ({"error"} & set(info)))
+
+
+def empty_body() -> dict:
+    return {"corruption": None, "recoveries": {}, "cells": {}, "pairs": {}}
 
 
 class Store:
-    """The cache folder of one suite run: ``<out>/<suite>/.cache/<experiment>/<digest>.json``."""
+    """The stage cache of one suite's output folder (see the module docstring)."""
 
-    def __init__(self, root: Path, suite: Suite) -> None:
+    def __init__(self, root: Path, suite=None, cap: Optional[int] = None, out: Optional[Path] = None) -> None:
         self.root = Path(root)
-        self.suite = suite
         self.cache = self.root / ".cache"
-        self.stale = 0  # files ignored because they were damaged
-        self.other_versions: dict = {}  # cmbench version -> units cached by it, ignored
-        self._lock_file = None
+        if out is not None:
+            _inside(self.cache, Path(out))
+        self.suite = suite
+        self.cap = DEFAULT_CACHE_SIZE if cap is None else int(cap)
+        self.stale = 0  # documents ignored because they were damaged or malformed
+        self.other_versions: dict = {}  # cmbench version -> documents it wrote, ignored
+        self.evicted = 0
+        self._lock = None
+        self._docs: dict = {}  # corruption key -> body, as read or last written
+        self._sizes: Optional[dict] = None  # (kind, name) -> (bytes, last use)
+        self._used: set = set()  # files used by this run: evicted last
 
-    def path(self, exp: Experiment, job: Job) -> Path:
-        digest = hashlib.sha256(_canonical(unit_key(self.suite, exp, job)).encode()).hexdigest()[:32]
-        return self.cache / exp.name / f"{digest}.json"
+    # -------------------------------------------------------------- files
+    def _path(self, kind: str, key: str) -> Path:
+        if kind not in KINDS or not _hex(key):
+            raise ValueError(f"not a cache address: {kind}/{key}")
+        return self.cache / kind / f"{key}{_SUFFIX[kind]}"
 
-    def get(self, exp: Experiment, job: Job) -> Optional[dict]:
-        path = self.path(exp, job)
-        doc = None
+    def _prepare(self) -> None:
+        """Create the cache folders and the marker that says cmbench owns them."""
+        marker = self.cache / MARKER
+        if not marker.exists():
+            self.cache.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(marker, canonical({"cmbench_cache": FORMAT}).encode())
+        for kind in KINDS:
+            (self.cache / kind).mkdir(exist_ok=True)
+
+    def _write(self, kind: str, key: str, data: bytes) -> None:
+        self._prepare()
+        path = self._path(kind, key)
+        atomic_write_bytes(path, data)
+        self._account(kind, path.name, len(data))
+
+    def _touch(self, kind: str, path: Path) -> None:
+        self._used.add((kind, path.name))
         try:
-            doc = json.loads(path.read_text())
-            ok = (doc["format"] == FORMAT and doc["cmbench_version"] == __version__
-                  and doc["key"] == json.loads(_canonical(unit_key(self.suite, exp, job)))
-                  and doc["checksum"] == hashlib.sha256(_canonical(doc["result"]).encode()).hexdigest())
+            os.utime(path)
+        except OSError:
+            pass
+
+    def _read_doc(self, kind: str, key: str) -> Optional[dict]:
+        """A document's checked payload, or None (absent, damaged or another version's)."""
+        path = self._path(kind, key)
+        try:
+            raw = path.read_bytes()
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError):
+        except OSError:
+            self.stale += 1
+            return None
+        doc = None
+        try:
+            doc = json.loads(raw)
+            ok = (isinstance(doc, dict) and doc.get("format") == FORMAT
+                  and doc.get("cmbench_version") == __version__ and doc.get("key") == key
+                  and doc.get("checksum") == hashlib.sha256(canonical(doc.get("body")).encode()).hexdigest())
+        except (ValueError, TypeError, RecursionError):
             ok = False
         if not ok:
             version = doc.get("cmbench_version") if isinstance(doc, dict) else None
-            if version and version != __version__:
+            if isinstance(version, str) and version != __version__:
                 self.other_versions[version] = self.other_versions.get(version, 0) + 1
             else:
                 self.stale += 1
             return None
-        return doc["result"]
+        self._touch(kind, path)
+        return doc["body"]
 
-    def put(self, exp: Experiment, job: Job, result: dict) -> None:
-        path = self.path(exp, job)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"format": FORMAT, "cmbench_version": __version__,
-               "key": unit_key(self.suite, exp, job), "result": result,
-               "checksum": hashlib.sha256(_canonical(result).encode()).hexdigest()}
-        atomic_write_text(path, json.dumps(doc))
+    def _write_doc(self, kind: str, key: str, body) -> None:
+        doc = {"format": FORMAT, "cmbench_version": __version__, "key": key, "body": body,
+               "checksum": hashlib.sha256(canonical(body).encode()).hexdigest()}
+        self._write(kind, key, json.dumps(doc, separators=(",", ":")).encode())
 
-    def clear(self) -> None:
-        for pattern in ("*.json", ".*.tmp"):  # temporaries of a killed run too
-            for file in self.cache.rglob(pattern):
-                file.unlink()
+    # -------------------------------------------------------------- units
+    def unit(self, key: str) -> dict:
+        """The stored records of the corruption ``key`` (an empty body when none or damaged)."""
+        if key not in self._docs:
+            body = self._read_doc("units", key)
+            if body is not None and not valid_body(body):
+                self.stale += 1
+                body = None
+            self._docs[key] = body if body is not None else empty_body()
+        return self._docs[key]
 
-    def lock(self) -> None:
-        """Refuse a second run writing the same folder at the same time."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle = open(self.root / ".lock", "a+")
+    def add(self, key: str, records: dict, matrices: dict) -> None:
+        """Merge ``records`` (a body's parts, cacheable records only) into unit ``key``; write blobs first.
+
+        Matrices are written before the document that names them, so a kill
+        between the two leaves an unused matrix, never a record whose matrix
+        is missing.
+        """
+        for mkey, blob in matrices.items():
+            self._write("matrices", mkey, blob)
+        body = self.unit(key)
+        changed = False
+        if records.get("corruption") is not None and body["corruption"] != records["corruption"]:
+            body["corruption"] = records["corruption"]
+            changed = True
+        for part in ("recoveries", "cells", "pairs"):
+            for k, rec in records.get(part, {}).items():
+                if body[part].get(k) != rec:
+                    body[part][k] = rec
+                    changed = True
+        if changed:
+            self._write_doc("units", key, body)
+            self.evict()
+
+    # -------------------------------------------------------------- matrices
+    def matrix(self, key: str, meta: dict) -> Optional[bytes]:
+        """A stored matrix whose size and SHA-256 match ``meta``; None when absent or damaged."""
+        path = self._path("matrices", key)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            handle.close()
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise UserError(f"another cmbench run is writing {self.root}; wait for it to finish "
-                                "or choose another --out") from None
-            raise
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        self._lock_file = handle
+            blob = path.read_bytes()
+        except OSError:
+            return None
+        if len(blob) != meta.get("bytes") or hashlib.sha256(blob).hexdigest() != meta.get("sha256"):
+            self.stale += 1
+            path.unlink(missing_ok=True)
+            self._forget("matrices", path.name)
+            return None
+        self._touch("matrices", path)
+        return blob
+
+    def has_matrix(self, key: str) -> bool:
+        return self._path("matrices", key).is_file()
+
+    # -------------------------------------------------------------- data set facts
+    def info(self, key: str) -> Optional[dict]:
+        body = self._read_doc("info", key)
+        if body is not None and not valid_info(body):
+            self.stale += 1
+            return None
+        return body
+
+    def put_info(self, key: str, info: dict) -> None:
+        self._write_doc("info", key, info)
+
+    # -------------------------------------------------------------- size, eviction
+    def _scan(self) -> dict:
+        if self._sizes is None:
+            self._sizes = {}
+            for kind in ("matrices", "units", "info"):
+                try:
+                    entries = list(os.scandir(self.cache / kind))
+                except OSError:
+                    continue
+                for e in entries:
+                    if _NAME.match(e.name):
+                        try:
+                            st = e.stat()
+                        except OSError:
+                            continue
+                        self._sizes[(kind, e.name)] = (st.st_size, st.st_mtime)
+        return self._sizes
+
+    def _account(self, kind: str, name: str, size: int) -> None:
+        if self._sizes is not None:
+            self._sizes[(kind, name)] = (size, time.time())
+        self._used.add((kind, name))
+
+    def _forget(self, kind: str, name: str) -> None:
+        if self._sizes is not None:
+            self._sizes.pop((kind, name), None)
+
+    def size(self) -> int:
+        return sum(s for s, _ in self._scan().values())
+
+    def evict(self) -> int:
+        """Delete least recently used files until the cache fits its cap: matrices, then records.
+
+        Files used by this run go last within each kind; what is evicted is
+        recomputed when it is needed again.
+        """
+        sizes = self._scan()
+        total = sum(s for s, _ in sizes.values())
+        if total <= self.cap:
+            return 0
+        order = sorted(sizes, key=lambda f: (f[0] != "matrices", f in self._used, sizes[f][1]))
+        removed = 0
+        for kind, name in order:
+            if total <= self.cap:
+                break
+            (self.cache / kind / name).unlink(missing_ok=True)
+            total -= sizes.pop((kind, name))[0]
+            if kind == "units":
+                self._docs.pop(name[:-5], None)
+            removed += 1
+        self.evicted += removed
+        return removed
+
+    def summary(self) -> dict:
+        """Counts and bytes per kind of file, and the cap."""
+        sizes = self._scan()
+        out = {kind: {"files": 0, "bytes": 0} for kind in KINDS}
+        for (kind, _), (size, _) in sizes.items():
+            out[kind]["files"] += 1
+            out[kind]["bytes"] += size
+        return {"folder": str(self.cache), "kinds": out, "bytes": sum(v["bytes"] for v in out.values()),
+                "cap": self.cap}
+
+    def clear(self) -> int:
+        """Delete what cmbench wrote here (in a folder carrying its marker); return the files deleted."""
+        if not (self.cache / MARKER).is_file():
+            return 0
+        removed = 0
+        for kind in KINDS:
+            folder = self.cache / kind
+            if not folder.is_dir():
+                continue
+            for entry in os.scandir(folder):
+                if (_NAME.match(entry.name) or _TEMP.match(entry.name)) and entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+                    removed += 1
+        self._docs.clear()
+        self._sizes = None
+        self._used.clear()
+        return removed
+
+    # -------------------------------------------------------------- the run lock
+    def lock(self) -> None:
+        """Refuse a second run writing the same folder at the same time (any platform)."""
+        from filelock import FileLock, Timeout
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.root / ".lock"), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise UserError(f"another cmbench run is writing {self.root}; wait for it to finish "
+                            "or choose another --out") from None
+        self._lock = lock
 
     def unlock(self) -> None:
-        if self._lock_file is not None:
-            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-            self._lock_file.close()
-            self._lock_file = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def _inside(path: Path, out: Path) -> None:
+    """Refuse a cache folder that would lie outside the output folder."""
+    out_r, path_r = out.resolve(), path.resolve()
+    if out_r != path_r and out_r not in path_r.parents:
+        raise UserError(f"the cache folder {path} would lie outside the output folder {out}")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary name in the same folder, fsync, then rename over ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode())

@@ -1,11 +1,18 @@
-"""One unit of work: a corruption and everything computed on it.
+"""One unit of work: a corruption and what is computed on it.
 
 A unit is (experiment, dataset, instance, adversary, budget). It loads the data
 (memoized per process), corrupts once, recovers once per recoverer and estimates
 once per estimator on each recovery, so nothing is recomputed per estimator.
+A job's `Work` says which of these stages to compute: the client leaves out
+what its stage cache holds, and ships the cached matrices a stage needs, so a
+worker never reads the cache.
 Jobs are small picklable records naming their suite by the digest of its bundle
 (`cmbench.bundle`), which an executor installs in each worker process once: a
 worker needs none of the client's files.
+
+Every array a component receives is backed by an immutable buffer (no
+``setflags`` can make it writeable) and its digest is checked after the call:
+no component can change what another one sees.
 """
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ import signal
 import threading
 import time
 import traceback
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -24,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from ..components import Data, NotApplicable, Undefined
 from ..suite import Entry, Experiment, Suite, load_suite
+from .matrices import Damaged, decode, digest, encode, frozen
 from .seeds import rng_for
 
 OK, UNDEFINED, NOT_APPLICABLE, FAILED, TIMEOUT = "ok", "undefined", "not-applicable", "failed", "timeout"
@@ -31,8 +40,30 @@ FAILURES = (FAILED, TIMEOUT)
 
 
 @dataclass(frozen=True)
+class Work:
+    """The stages of a unit a job computes (the rest is in the client's cache).
+
+    Parameters
+    ----------
+    corruption : compute the corruption record (distances, status) even when its matrix is given.
+    corrupted : the cached corrupted matrix (`matrices.encode` against the clean data), if any.
+    recover : labels of the recoverers to run on the corruption.
+    recovered : ``(label, encoded matrix, recovery seconds)`` of cached recoveries to estimate on.
+    estimate : ``(recoverer label, estimator label)`` cells to compute.
+    pairs : for an adaptive adversary, the ``(recoverer, estimator)`` pairs to attack and compute.
+    """
+
+    corruption: bool = True
+    corrupted: Optional[bytes] = None
+    recover: tuple = ()
+    recovered: tuple = ()
+    estimate: tuple = ()
+    pairs: tuple = ()
+
+
+@dataclass(frozen=True)
 class Job:
-    """Everything a worker needs to compute one unit."""
+    """Everything a worker needs to compute one unit (``work=None``: all of it)."""
 
     suite_path: str
     plugins: tuple
@@ -44,6 +75,7 @@ class Job:
     timeout: Optional[float] = None
     suite_hash: str = ""  # memo key: an edited suite file is a different suite
     bundle: str = ""  # digest of the suite's bundle installed in this process (`cmbench.bundle`), if any
+    work: Optional[Work] = None
 
     @property
     def coords(self) -> tuple:
@@ -134,10 +166,9 @@ def check_data(data: Data, entry: Entry) -> Data:
     A = None if data.structure is None else np.array(data.structure, dtype=float)
     if A is not None and (A.ndim != 2 or A.shape[0] != n or not np.isfinite(A).all()):
         raise ValueError(f"{what}: structure A must be a finite ({n}, r) matrix, got shape {A.shape}")
-    # Loaded data are memoized per process: no plugin may write into them.
-    for array in (X, mean, cov, A):
-        if array is not None:
-            array.setflags(write=False)
+    # Loaded data are memoized per process and shared by every component: no plugin may write
+    # into them, and an immutable buffer is the only read-only flag a plugin cannot undo.
+    X, mean, cov, A = (None if a is None else frozen(a) for a in (X, mean, cov, A))
     return Data(X=X, mean=mean, cov=cov, structure=A, rank=data.rank, columns=tuple(names))
 
 
@@ -285,6 +316,33 @@ def readonly(X: np.ndarray) -> np.ndarray:
     return view
 
 
+_DIGESTS: dict = {}  # id(array) -> (weak reference, digest): one digest per shared array
+
+
+def _known_digest(a: np.ndarray) -> str:
+    entry = _DIGESTS.get(id(a))
+    if entry is not None and entry[0]() is a:
+        return entry[1]
+    key = id(a)
+    value = digest(a)
+    _DIGESTS[key] = (weakref.ref(a, lambda _, k=key: _DIGESTS.pop(k, None)), value)
+    return value
+
+
+def untouched(outcome: Outcome, *inputs: Optional[np.ndarray]) -> Outcome:
+    """Fail a call that changed a shared input array (its digest moved); its result is discarded.
+
+    The arrays are immutable buffers, so only code that goes around numpy can
+    get here; the check is cheap (one digest per call) and keeps a corrupted
+    input out of every other component's cells and out of the cache.
+    """
+    for a in inputs:
+        if a is not None and digest(a) != _known_digest(a):
+            return Outcome(FAILED, "wrote into an input array shared with other components; its "
+                                   "result is discarded", seconds=outcome.seconds)
+    return outcome
+
+
 # ---------------------------------------------------------------- checks on outputs
 def _real(value: Any) -> np.ndarray:
     array = np.asarray(value)
@@ -418,42 +476,88 @@ def corruption_distances(X: np.ndarray, Xc: np.ndarray) -> dict:
 
 # ---------------------------------------------------------------- the unit
 def execute(job: Job) -> dict:
-    """Compute one unit; always returns a JSON-able result, failures recorded inside."""
+    """Compute a job's stages; always returns a picklable result, failures recorded inside."""
     with threadpool_limits(limits=1):  # bit-identical results whatever the executor
         return _execute(job)
 
 
+def full_work(exp: Experiment, adaptive: bool) -> Work:
+    """Every stage of a unit: what a job computes when the cache holds none of it."""
+    pairs = tuple((r.label, e.label) for r in exp.recoverers for e in exp.estimators)
+    if adaptive:
+        return Work(pairs=pairs)
+    return Work(recover=tuple(r.label for r in exp.recoverers), estimate=pairs)
+
+
 def _execute(job: Job) -> dict:
+    """The stages ``job.work`` asks for, as records.
+
+    Returns ``{"corruption": record or None, "recovery": {rec: record},
+    "cells": {rec: {est: cell}}, "pairs": {rec: {est: pair}}, "matrices":
+    {"corruption" or rec: encoded matrix}}``. A record that is not ok holds
+    its status and error; the cells of a recovery that is not ok are left out
+    (they take the recovery's status). A data set that fails to load is a
+    corruption record with its status.
+    """
     suite, exp = experiment_for(job)
     adv = _entry(exp.adversaries, job.adversary)
-    result = {"corruption": {}, "recovery": {}, "cells": {}}
+    work = job.work or full_work(exp, adv.decl.adaptive)
+    result = {"corruption": None, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
     loaded = blame(call(load_data, job.timeout, job), _entry(exp.datasets, job.dataset), "data set")
     if loaded.status != OK:
-        return _fail_all(result, exp, loaded.status, loaded.error)
+        result["corruption"] = {"status": loaded.status, "error": loaded.error}
+        return result
     data = loaded.value
     if adv.decl.adaptive:
-        return _execute_adaptive(job, suite.seed, exp, adv, data, result)
-    corrupted = _corrupt(job, suite.seed, adv, data, (), {})
-    result["corruption"] = {"status": corrupted.status, "error": corrupted.error, "seconds": corrupted.seconds}
-    if corrupted.status != OK:
-        return _fail_all(result, exp, corrupted.status, corrupted.error)
-    Xc = corrupted.value
-    result["corruption"].update(corruption_distances(data.X, Xc))
-    for rec in exp.recoverers:
+        return _execute_adaptive(job, suite.seed, exp, adv, data, result, work)
+    Xc = None
+    if work.corrupted is not None and not work.corruption:
+        try:
+            Xc = decode(work.corrupted, data.X)
+        except Damaged:
+            Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
+    if Xc is None and (work.corruption or work.recover):
+        corrupted = _corrupt(job, suite.seed, adv, data, (), {})
+        record = {"status": corrupted.status, "error": corrupted.error, "seconds": corrupted.seconds}
+        result["corruption"] = record
+        if corrupted.status != OK:
+            return result
+        Xc = corrupted.value
+        record.update(corruption_distances(data.X, Xc))
+        result["matrices"]["corruption"] = encode(Xc, data.X)
+    wanted: dict = {}
+    for r_label, e_label in work.estimate:
+        wanted.setdefault(r_label, []).append(e_label)
+    for label in work.recover:
+        rec = _entry(exp.recoverers, label)
         recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc)
-        result["recovery"][rec.label] = recovery
-        result["cells"][rec.label] = {est.label: _estimate(job, suite.seed, rec, est, data, recovery, Xr)
-                                      for est in exp.estimators}
+        result["recovery"][label] = recovery
+        if Xr is not None:
+            result["matrices"][label] = encode(Xr, data.X)
+            result["cells"][label] = {e: _estimate(job, suite.seed, rec, _entry(exp.estimators, e), data,
+                                                   recovery, Xr) for e in wanted.get(label, ())}
+    for label, blob, seconds in work.recovered:
+        rec = _entry(exp.recoverers, label)
+        recovery = {"status": OK, "error": "", "seconds": seconds}
+        try:
+            Xr = decode(blob, data.X)
+        except Damaged as exc:
+            result["cells"][label] = {e: {"status": FAILED, "error": f"cached recovery {label!r} unreadable: {exc}"}
+                                      for e in wanted.get(label, ())}
+            continue
+        result["cells"][label] = {e: _estimate(job, suite.seed, rec, _entry(exp.estimators, e), data,
+                                               recovery, Xr) for e in wanted.get(label, ())}
     return result
 
 
 def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: dict) -> Outcome:
     rng = rng_for(seed, "corrupt", *job.coords, *stream)
-    out = guarded(check_corruption, call(adv.decl.fn, job.timeout, readonly(data.X), job.budget, rng=rng,
-                                         structure=data.structure, **adv.params, **extra),
-                  data.X, adv, job.budget)
+    _known_digest(data.X)
+    out = call(adv.decl.fn, job.timeout, readonly(data.X), job.budget, rng=rng,
+               structure=data.structure, **adv.params, **extra)
+    out = guarded(check_corruption, untouched(out, data.X, data.structure), data.X, adv, job.budget)
     if out.status == OK:
-        out.value.setflags(write=False)
+        out.value = frozen(out.value)
     return blame(out, adv, "adversary")
 
 
@@ -475,14 +579,15 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         rng = rng_for(seed, "recover", *job.coords, rec.label)
         params = dict(rec.params)
         rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
-        out = guarded(check_recovery, call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure,
-                                           rank=rank, **params), Xc)
+        _known_digest(Xc)
+        out = call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure, rank=rank, **params)
+        out = guarded(check_recovery, untouched(out, Xc, data.structure), Xc)
     blame(out, rec, "recoverer")
     recovery = {"status": out.status, "error": out.error, "seconds": out.seconds}
     if out.status != OK:
         return recovery, None
     Xr, info = out.value
-    Xr.setflags(write=False)
+    Xr = frozen(Xr)
     recovery.update(recovery_fractions(data.X, Xc, Xr, adv.decl.mode), info=info)
     return recovery, Xr
 
@@ -492,8 +597,9 @@ def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery:
     if Xr is None:  # the recovery did not succeed: its status is the cell's
         return {"status": recovery["status"], "error": recovery["error"]}
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
-    res = blame(guarded(check_estimate, call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params),
-                        data.X.shape[1]), est, "estimator")
+    _known_digest(Xr)
+    res = call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params)
+    res = blame(guarded(check_estimate, untouched(res, Xr), data.X.shape[1]), est, "estimator")
     cell = {"status": res.status, "error": res.error, "seconds": recovery["seconds"] + res.seconds}
     if res.status == OK:
         cell.update(errors(res.value, data))
@@ -526,36 +632,63 @@ class Pipeline:
         raise RuntimeError(f"pipeline {self.rec.label}+{self.est.label} {cell['status']}: {cell['error']}")
 
 
-def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Data, result: dict) -> dict:
+def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Data, result: dict,
+                      work: Optional[Work] = None) -> dict:
     """An adaptive corruption depends on the pipeline: one per (recoverer, estimator) pair.
+
+    Each pair's three records (corruption, recovery, cell) go to
+    ``result["pairs"][rec][est]``; `adaptive_result` combines them into the unit.
+    """
+    work = work or full_work(exp, True)
+    for r_label, e_label in work.pairs:
+        rec, est = _entry(exp.recoverers, r_label), _entry(exp.estimators, e_label)
+        skip = _inapplicable(job, adv, rec, data)
+        if skip is not None:
+            pair = {"corruption": None, "recovery": {"status": skip.status, "error": skip.error},
+                    "cell": {"status": skip.status, "error": skip.error}}
+        else:
+            pipeline = Pipeline(job, seed, adv, rec, est, data)
+            corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label), {"pipeline": pipeline})
+            record = {"status": corrupted.status, "error": corrupted.error, "seconds": corrupted.seconds}
+            if corrupted.status != OK:
+                pair = {"corruption": record, "recovery": None,
+                        "cell": {"status": corrupted.status, "error": corrupted.error,
+                                 "evaluations": pipeline.calls}}
+            else:
+                record.update(corruption_distances(data.X, corrupted.value))
+                recovery, Xr = _recover(job, seed, adv, rec, data, corrupted.value)
+                pair = {"corruption": record, "recovery": recovery,
+                        "cell": dict(_estimate(job, seed, rec, est, data, recovery, Xr),
+                                     evaluations=pipeline.calls)}
+        result["pairs"].setdefault(r_label, {})[e_label] = pair
+    return result
+
+
+def adaptive_result(exp: Experiment, pairs: dict) -> dict:
+    """A unit of an adaptive adversary from its pairs' records ``pairs[rec][est]``.
 
     The corruption record holds the largest d_ENTRY / d_TV over the pairs; a
     recoverer's recovery measures (fractions, RMSE) are averaged over its estimators.
     """
+    result = {"corruption": {}, "recovery": {}, "cells": {}}
     distances, seconds = [], 0.0
     for rec in exp.recoverers:
-        cells, recoveries = {}, []
-        skip = _inapplicable(job, adv, rec, data)
-        if skip is not None:
-            result["recovery"][rec.label] = {"status": skip.status, "error": skip.error}
-            result["cells"][rec.label] = {est.label: {"status": skip.status, "error": skip.error}
-                                          for est in exp.estimators}
-            continue
+        cells, recoveries, skipped = {}, [], None
         for est in exp.estimators:
-            pipeline = Pipeline(job, seed, adv, rec, est, data)
-            corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label),
-                                 {"pipeline": pipeline})
-            seconds += corrupted.seconds
-            if corrupted.status != OK:
-                cells[est.label] = {"status": corrupted.status, "error": corrupted.error,
-                                    "evaluations": pipeline.calls}
+            pair = pairs[rec.label][est.label]
+            cells[est.label] = dict(pair["cell"])
+            if pair["corruption"] is None:
+                skipped = pair["recovery"]
                 continue
-            distances.append(corruption_distances(data.X, corrupted.value))
-            recovery, Xr = _recover(job, seed, adv, rec, data, corrupted.value)
-            recoveries.append(recovery)
-            cells[est.label] = dict(_estimate(job, seed, rec, est, data, recovery, Xr),
-                                    evaluations=pipeline.calls)
+            seconds += pair["corruption"].get("seconds", 0.0)
+            if pair["corruption"]["status"] != OK:
+                continue
+            distances.append(pair["corruption"])
+            recoveries.append(pair["recovery"])
         result["cells"][rec.label] = cells
+        if skipped is not None:
+            result["recovery"][rec.label] = {"status": skipped["status"], "error": skipped["error"]}
+            continue
         ok = [r for r in recoveries if r["status"] == OK]
         result["recovery"][rec.label] = {
             "status": recoveries[0]["status"] if recoveries else FAILED, "error": "",
@@ -574,6 +707,28 @@ def _fail_all(result: dict, exp: Experiment, status: str, error: str) -> dict:
         result["recovery"][rec.label] = {"status": status, "error": error}
         result["cells"][rec.label] = {est.label: {"status": status, "error": error}
                                       for est in exp.estimators}
+    return result
+
+
+def failed_work(job: Job, error: str) -> dict:
+    """The result of a job whose worker died: every stage it was computing failed."""
+    _, exp = experiment_for(job)
+    adv = _entry(exp.adversaries, job.adversary)
+    work = job.work or full_work(exp, adv.decl.adaptive)
+    bad = {"status": FAILED, "error": error}
+    result = {"corruption": None, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
+    if work.pairs:
+        for r, e in work.pairs:
+            result["pairs"].setdefault(r, {})[e] = {"corruption": dict(bad), "recovery": None, "cell": dict(bad)}
+        return result
+    if work.corruption:
+        result["corruption"] = dict(bad)
+        return result
+    for label in work.recover:
+        result["recovery"][label] = dict(bad)
+    for r, e in work.estimate:
+        if r not in work.recover:
+            result["cells"].setdefault(r, {})[e] = dict(bad)
     return result
 
 

@@ -1,0 +1,191 @@
+"""Stage keys, and between the cache and the workers: what a unit still needs, and its result.
+
+A corruption is keyed by what determines it: the suite seed, the data set's
+spec (label, name, parameters, plugin digest) and instance, the adversary's
+spec and the budget. A recovery's key is its corruption's key plus the
+recoverer's spec; an estimate's is its recovery's key plus the estimator's spec
+and the experiment's metrics. An adaptive adversary attacks one pipeline, so
+its stages are keyed per (recoverer, estimator) pair. Labels are part of a
+spec because seeds derive from them; the position of an entry in a list is
+not, so reordering a suite's lists reuses everything.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from .store import CACHED_STATUSES, FORMAT, Store, canonical
+from .units import OK, FAILED, Job, Work, _fail_all, adaptive_result
+
+_SPECS: dict = {}
+
+
+def _spec(entry) -> str:
+    """An entry's spec as canonical JSON (memoized: the same entries recur in every unit)."""
+    key = id(entry)
+    cached = _SPECS.get(key)
+    if cached is None or cached[0] is not entry:
+        cached = _SPECS[key] = (entry, canonical(entry.spec()))
+    return cached[1]
+
+
+def _h(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+@dataclass
+class UnitKeys:
+    corruption: str
+    recovery: dict  # recoverer label -> key
+    cell: dict  # (recoverer label, estimator label) -> key
+    pair: dict  # (recoverer label, estimator label) -> key, for adaptive adversaries
+    adaptive: bool
+
+
+def _entry(entries, label):
+    return next(e for e in entries if e.label == label)
+
+
+def unit_keys(seed: int, exp, job: Job) -> UnitKeys:
+    ds, adv = _entry(exp.datasets, job.dataset), _entry(exp.adversaries, job.adversary)
+    kc = _h(f"corruption/{FORMAT}", str(seed), _spec(ds), canonical(job.instance), _spec(adv),
+            canonical(job.budget))
+    metrics = canonical(sorted(exp.metrics))
+    recovery = {r.label: _h("recovery", kc, _spec(r)) for r in exp.recoverers}
+    adaptive = bool(adv.decl.adaptive)
+    cell, pair = {}, {}
+    for r in exp.recoverers:
+        for e in exp.estimators:
+            if adaptive:
+                pair[(r.label, e.label)] = _h("pair", kc, _spec(r), _spec(e), metrics)
+            else:
+                cell[(r.label, e.label)] = _h("estimate", recovery[r.label], _spec(e), metrics)
+    return UnitKeys(kc, recovery, cell, pair, adaptive)
+
+
+def info_key(seed: int, entry, instance: int) -> str:
+    return _h(f"info/{FORMAT}", str(seed), _spec(entry), canonical(instance))
+
+
+def lookup(store: Store, exp, keys: UnitKeys) -> tuple[Optional[dict], Optional[Work]]:
+    """The unit's result when the cache holds all of it, else the `Work` still to do."""
+    body = store.unit(keys.corruption)
+    if keys.adaptive:
+        missing = tuple(p for p, k in keys.pair.items() if k not in body["pairs"])
+        return (unit_result(exp, keys, body), None) if not missing else (None, Work(pairs=missing))
+    C = body["corruption"]
+    if C is not None and C["status"] != OK:
+        return unit_result(exp, keys, body), None
+    recover, recovered, estimate = [], [], []
+    for rec in exp.recoverers:
+        kr = keys.recovery[rec.label]
+        R = body["recoveries"].get(kr)
+        missing = [(rec.label, e.label) for e in exp.estimators if keys.cell[(rec.label, e.label)]
+                   not in body["cells"]]
+        if R is None:
+            recover.append(rec.label)
+            estimate += missing
+        elif R["status"] == OK and missing:
+            blob = store.matrix(kr, R["matrix"]) if "matrix" in R else None
+            if blob is None:  # evicted or damaged: recover again
+                recover.append(rec.label)
+            else:
+                recovered.append((rec.label, blob, R.get("seconds", math.nan)))
+            estimate += missing
+    if C is not None and not recover and not estimate:
+        return unit_result(exp, keys, body), None
+    corrupted = None
+    if recover and C is not None and "matrix" in C:
+        corrupted = store.matrix(keys.corruption, C["matrix"])
+    return None, Work(corruption=C is None or (bool(recover) and corrupted is None), corrupted=corrupted,
+                      recover=tuple(recover), recovered=tuple(recovered), estimate=tuple(estimate))
+
+
+def _meta(blob: bytes) -> dict:
+    return {"sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob)}
+
+
+def records_of(out: dict, keys: UnitKeys) -> tuple[dict, dict, dict]:
+    """A worker's result as a body (every record) and the cacheable part of it, with its matrices."""
+    body = {"corruption": None, "recoveries": {}, "cells": {}, "pairs": {}}
+    cacheable = {"corruption": None, "recoveries": {}, "cells": {}, "pairs": {}}
+    matrices = {}
+    blobs = out.get("matrices", {})
+    C = out.get("corruption")
+    if C is not None:
+        C = dict(C)
+        if C["status"] == OK and "corruption" in blobs:
+            C["matrix"] = _meta(blobs["corruption"])
+        body["corruption"] = C
+        if C["status"] in CACHED_STATUSES:
+            cacheable["corruption"] = C
+            if "matrix" in C:
+                matrices[keys.corruption] = blobs["corruption"]
+    for label, R in out.get("recovery", {}).items():
+        R, kr = dict(R), keys.recovery[label]
+        if R["status"] == OK and label in blobs:
+            R["matrix"] = _meta(blobs[label])
+        body["recoveries"][kr] = R
+        if R["status"] in CACHED_STATUSES:
+            cacheable["recoveries"][kr] = R
+            if "matrix" in R:
+                matrices[kr] = blobs[label]
+    for r_label, cells in out.get("cells", {}).items():
+        for e_label, cell in cells.items():
+            ke = keys.cell[(r_label, e_label)]
+            body["cells"][ke] = cell
+            if cell["status"] in CACHED_STATUSES:
+                cacheable["cells"][ke] = cell
+    for r_label, row in out.get("pairs", {}).items():
+        for e_label, pair in row.items():
+            kp = keys.pair[(r_label, e_label)]
+            pair = dict(pair, status=pair["cell"]["status"])
+            body["pairs"][kp] = pair
+            if all(part is None or part["status"] in CACHED_STATUSES
+                   for part in (pair["corruption"], pair["recovery"], pair["cell"])):
+                cacheable["pairs"][kp] = pair
+    return body, cacheable, matrices
+
+
+def merged(stored: dict, fresh: dict) -> dict:
+    """``fresh`` records over ``stored`` ones, without changing either."""
+    out = {part: dict(stored[part], **fresh[part]) for part in ("recoveries", "cells", "pairs")}
+    out["corruption"] = fresh["corruption"] if fresh["corruption"] is not None else stored["corruption"]
+    return out
+
+
+def _public(record: dict) -> dict:
+    return {k: v for k, v in record.items() if k != "matrix"}
+
+
+def unit_result(exp, keys: UnitKeys, body: dict) -> dict:
+    """The unit as the cube wants it: ``{"corruption", "recovery": {rec}, "cells": {rec: {est}}}``."""
+    if keys.adaptive:
+        pairs = {}
+        for (r, e), kp in keys.pair.items():
+            pairs.setdefault(r, {})[e] = body["pairs"].get(kp) or _lost(FAILED)
+        return adaptive_result(exp, pairs)
+    C = body["corruption"]
+    result = {"corruption": _public(C) if C is not None else {}, "recovery": {}, "cells": {}}
+    if C is not None and C["status"] != OK:
+        return _fail_all(result, exp, C["status"], C.get("error", ""))
+    for rec in exp.recoverers:
+        R = body["recoveries"].get(keys.recovery[rec.label])
+        if R is None:
+            R = {"status": FAILED, "error": "internal error: recovery record missing"}
+        result["recovery"][rec.label] = _public(R)
+        cells = {}
+        for est in exp.estimators:
+            if R["status"] != OK:
+                cells[est.label] = {"status": R["status"], "error": R.get("error", "")}
+            else:
+                cells[est.label] = body["cells"].get(keys.cell[(rec.label, est.label)]) or _lost(FAILED)["cell"]
+        result["cells"][rec.label] = cells
+    return result
+
+
+def _lost(status: str) -> dict:
+    bad = {"status": status, "error": "internal error: record missing"}
+    return {"corruption": dict(bad), "recovery": None, "cell": dict(bad)}
