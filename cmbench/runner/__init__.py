@@ -6,13 +6,10 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
-import xarray as xr
-from tqdm import tqdm
 
-from .. import cube as cubes
 from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
 from ..output import inside, writable_folder
@@ -21,6 +18,9 @@ from .executors import run_jobs
 from .stages import info_key, lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
 from .units import OK, RECOVERED_TOLERANCE, Job, call, execute, failed_cells, load_data
+
+if TYPE_CHECKING:  # xarray, tqdm and the cube module load only where they are used: a worker needs none
+    import xarray as xr
 
 
 class Interrupted(Exception):
@@ -84,7 +84,7 @@ def uses_foreign_plugins(suite: Suite) -> bool:
 def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional[str] = None,
               plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
               progress: Optional[bool] = None, report: bool = True, stats: Optional[Progress] = None,
-              cache_size=None) -> dict[str, xr.Dataset]:
+              cache_size=None) -> "dict[str, xr.Dataset]":
     """Run a suite; return its cubes by experiment name.
 
     Cubes are written to ``<out>/<suite>/<experiment>.nc`` and, with ``report``,
@@ -110,25 +110,14 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         if not resume:
             store.clear()
         results = _sweep(suite, store, workers, scheduler, timeout, progress, stats)
-        written = {}
-        for exp in suite.experiments:
-            ds = assemble(suite, exp, results[exp.name], timeout, store)
-            cubes.save(ds, inside(root, root / f"{exp.name}.nc"))
-            written[exp.name] = ds
+        written, digests = _write_cubes(suite, results, timeout, store, root)
         store.evict()
         stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
         stats.evicted = store.evicted
+        if report:
+            _write_report(suite, store, root, Path(out), digests)
     finally:
         store.unlock()
-    if report:
-        from ..report import write_report
-
-        from ..report.html import write_html
-
-        write_report([root / f"{e.name}.nc" for e in suite.experiments],
-                     inside(out, Path(out) / f"{suite.name}.pdf"))
-        write_html([root / f"{e.name}.nc" for e in suite.experiments],
-                   inside(out, Path(out) / f"{suite.name}.html"))
     return written
 
 
@@ -141,6 +130,53 @@ def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
     packed = bundle_suite(suite, limit=SHIP_LIMIT if scheduler and scheduler != "local" else 0)
     register(suite, packed)
     return packed
+
+
+def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path) -> tuple[dict, list]:
+    """Assemble and save each cube, unless the file on disk already holds that very cube."""
+    from .. import cube as cubes
+    from .outputs import Stamps, content_digest
+
+    stamps = Stamps(store.cache)
+    written, digests = {}, []
+    for exp in suite.experiments:
+        ds = assemble(suite, exp, results[exp.name], timeout, store)
+        path = inside(root, root / f"{exp.name}.nc")
+        digest = content_digest(ds)
+        stamp = stamps.current(path, digest)
+        if stamp is None:
+            cubes.save(ds, path)
+            stamps.record(path, digest, created=ds.attrs["created"], host=ds.attrs["host"])
+        else:  # unchanged: the file stays, and the cube says when it was made
+            ds.attrs.update(created=stamp.get("created", ds.attrs["created"]),
+                            host=stamp.get("host", ds.attrs["host"]))
+        written[exp.name] = ds
+        digests.append(digest)
+    stamps.save()
+    return written, digests
+
+
+def _write_report(suite: Suite, store: Store, root: Path, out: Path, digests: list) -> None:
+    """Draw the suite's PDF and HTML reports, unless those on disk were drawn from these cubes by this code."""
+    from .outputs import Stamps, code_digest, digest_of
+
+    digest = digest_of(*digests, code_digest(Path(__file__).resolve().parent.parent / "report"))
+    stamps = Stamps(store.cache)
+    cubes = [root / f"{e.name}.nc" for e in suite.experiments]
+    pdf = inside(out, out / f"{suite.name}.pdf")
+    if stamps.current(pdf, digest) is None:
+        from ..report import write_report
+
+        write_report(cubes, pdf)
+        stamps.record(pdf, digest)
+        stamps.save()
+    html = inside(out, out / f"{suite.name}.html")
+    if stamps.current(html, digest) is None:
+        from ..report.html import write_html
+
+        write_html(cubes, html)
+        stamps.record(html, digest)
+        stamps.save()
 
 
 def _cache_cap(suite: Suite, cache_size) -> int:
@@ -175,6 +211,8 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
             pending[(job.experiment, job.coords)] = (exp, keys)
     stats.total, stats.cached = len(planned), len(planned) - len(todo)
     stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
+    from tqdm import tqdm
+
     bar = tqdm(total=len(planned), initial=stats.cached, desc=f"cmbench {suite.name}", unit="unit",
                file=sys.stderr, delay=0.5, dynamic_ncols=True,
                disable=(not sys.stderr.isatty()) if progress is None else not progress)
@@ -204,7 +242,9 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
 
 
 def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[float] = None,
-             store: Optional[Store] = None) -> xr.Dataset:
+             store: Optional[Store] = None) -> "xr.Dataset":
+    from .. import cube as cubes
+
     coords = {
         "dataset": [d.label for d in exp.datasets], "instance": list(exp.instances),
         "adversary": [a.label for a in exp.adversaries], "budget": list(exp.budgets),

@@ -1,0 +1,118 @@
+"""The stage cache's warm paths against a cold run, timed in one run on this machine.
+
+```
+python benchmarks/cache.py                    # the paper suite, --workers 2
+python benchmarks/cache.py --suite smoke      # a quick look
+```
+
+Five runs of ``cmbench suite SUITE --workers N`` in a fresh output folder, each
+in a subprocess (imports and the report included, as a user would see them):
+
+1. cold;
+2. the same command again (computes nothing): target at most 2 s or 10% of cold;
+3. with ``--plugin winsorized.py`` (the README's example): target at most 15% of cold,
+   and its cube equal to a cold run with the plugin (run 5, all variables but ``seconds``);
+4. after editing the plugin's default parameter: target at most 15% of cold;
+5. cold with the original plugin in another folder (for the equality check of 3 only).
+
+It prints each time, the three ratios and PASS/FAIL; it always exits 0 (it is a report).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+WINSORIZED = '''import numpy as np, cmbench
+
+def winsorized_mean(X, *, rng, limit=0.05):
+    lo, hi = np.nanquantile(X, [limit, 1 - limit], axis=0)
+    return np.nanmean(np.clip(X, lo, hi), axis=0)
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator("winsorized-mean", winsorized_mean, params={"limit": 0.05})]
+'''
+
+HERE = Path(__file__).resolve().parent
+
+
+def _env() -> dict:
+    env = dict(os.environ, MPLBACKEND="Agg")
+    if "CMBENCH_DATA_DIR" not in env:
+        shared = HERE.parent.parent / "shared" / "datasets"
+        if shared.is_dir():
+            env["CMBENCH_DATA_DIR"] = str(shared)
+    return env
+
+
+def timed(args: list, cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", *args], cwd=cwd, env=_env(),
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"cmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return seconds
+
+
+def same_cubes(a: Path, b: Path) -> str:
+    """'' when every cube in ``a`` equals its namesake in ``b`` (all variables but seconds), else why not."""
+    import xarray as xr
+
+    for path in sorted(a.glob("*.nc")):
+        with xr.open_dataset(path) as x, xr.open_dataset(b / path.name) as y:
+            for v in x.data_vars:
+                if v == "seconds":
+                    continue
+                if v not in y or not np.array_equal(x[v].values, y[v].values, equal_nan=x[v].dtype.kind == "f"):
+                    return f"{path.name}: {v} differs"
+    return ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--suite", default="paper")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cmbench-cache-bench-") as tmp:
+        tmp = Path(tmp)
+        plugin = tmp / "winsorized.py"
+        plugin.write_text(WINSORIZED)
+        base = ["suite", args.suite, "--workers", str(args.workers)]
+        out = ["--out", str(tmp / "out")]
+        cold = timed(base + out, tmp)
+        warm = timed(base + out, tmp)
+        plug = timed(base + out + ["--plugin", str(plugin)], tmp)
+        name = next(p.name for p in (tmp / "out").iterdir() if p.is_dir())
+        kept = tmp / "with-plugin"
+        shutil.copytree(tmp / "out" / name, kept, ignore=shutil.ignore_patterns(".*"))
+        plugin.write_text(WINSORIZED.replace("0.05", "0.1"))
+        edited = timed(base + out + ["--plugin", str(plugin)], tmp)
+        (tmp / "ref").mkdir()
+        original = tmp / "ref" / "winsorized.py"
+        original.write_text(WINSORIZED)
+        cold_plug = timed(base + ["--out", str(tmp / "ref"), "--plugin", str(original)], tmp)
+        diff = same_cubes(kept, tmp / "ref" / name)
+
+    def row(label, t, ratio, ok, note=""):
+        print(f"{label:<34} {'PASS' if ok else 'FAIL'}   {t:6.2f} s  {100 * ratio:5.1f}% of cold{note}")
+
+    print(f"cmbench {' '.join(base)} ({os.cpu_count()} cores)")
+    print(f"{'cold':<34}        {cold:6.2f} s")
+    row("warm, unchanged", warm, warm / cold, warm <= max(2.0, 0.10 * cold), "  (target <= 2 s or 10%)")
+    row("warm, --plugin winsorized.py", plug, plug / cold, plug <= 0.15 * cold and not diff,
+        "  (target <= 15%; cube " + ("equals a cold run with the plugin)" if not diff else f"DIFFERS: {diff})"))
+    row("warm, plugin's default edited", edited, edited / cold, edited <= 0.15 * cold, "  (target <= 15%)")
+    print(f"{'cold with the plugin (reference)':<34}        {cold_plug:6.2f} s")
+
+
+if __name__ == "__main__":
+    main()
