@@ -23,7 +23,6 @@ from typing import Union
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 import scipy.sparse
 
 __all__ = [
@@ -635,7 +634,9 @@ def _dentry_inf_lp(I: np.ndarray, N: int) -> float:
         scipy.sparse.vstack([scipy.sparse.kron(eye, ones), scipy.sparse.kron(ones, eye)]),
         scipy.sparse.csr_matrix((2 * m, 1)),
     ]).tocsr()
-    res = scipy.optimize.linprog(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq,
+    from scipy.optimize import linprog  # imported where used: most of the import time of theory
+
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq,
                                  b_eq=np.ones(2 * m), bounds=(0, None), method="highs")
     if res.status != 0:
         raise RuntimeError(f"d_ENTRY^inf linear program failed: {res.message}")
@@ -719,7 +720,9 @@ def d_entry(X, Y, p=1, *, method: str = "auto", max_assignment: int = 4000,
     perm = None
     if (p == 1 and exact) or (p == np.inf and not exact and m <= max_assignment):
         C = _hamming(Xr, Yr)
-        rows, perm = scipy.optimize.linear_sum_assignment(C)
+        from scipy.optimize import linear_sum_assignment
+
+        rows, perm = linear_sum_assignment(C)
         if p == 1:
             return float(C[rows, perm].sum()) / (N * n)
     if p == np.inf and exact:

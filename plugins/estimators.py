@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special, stats
 
 import cmbench
 
@@ -389,6 +388,8 @@ def _deep_region_center(U: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[
     b = np.concatenate([hi, -lo])
     cost = np.zeros(n + 1)
     cost[n] = -1.0
+    from scipy import optimize  # imported where used: loading the plugins stays fast
+
     res = optimize.linprog(cost, A_ub=A, b_ub=b, bounds=[(None, None)] * (n + 1), method="highs")
     if res.status != 0:  # r is bounded only when the directions span R^n
         return -np.inf, np.zeros(n)
@@ -577,6 +578,7 @@ def _robust_covariance(Y: np.ndarray, keep: float, steps: int = 3) -> tuple[np.n
     frac = h / N
     rank = int(np.sum(w > w.max() * 1e-9))  # x = A z: the chi-square has rank(A) dof
     if frac < 1.0 and rank > 0:
+        from scipy import stats  # imported where used: loading the plugins stays fast
         C = C * frac / stats.chi2.cdf(stats.chi2.ppf(frac, rank), rank + 2)
     return center, C
 
@@ -669,6 +671,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         # j on: the largest count a threshold in that gap can see.
         tail = m - np.arange(m)
         T = dev[order] - 2.0 * eps
+        from scipy import special  # imported where used: loading the plugins stays fast
         bound = cher * m * (0.5 * special.erfc(T / math.sqrt(2.0))
                             + slack / np.maximum(T * T, 1.0))
         hit = tail > bound
