@@ -51,9 +51,10 @@ def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_run, tmp_p
             page.on("request", lambda req: requests.append(req.url))
             page.goto((smoke_run / "smoke.html").as_uri())
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20_000)
-            # two metrics' curves and the runtime chart, each drawn as SVG by plotly
+            # two metrics' curves, recovery RMSE and fraction, the runtime chart: SVG by plotly
             plots = page.query_selector_all(".js-plotly-plot")
-            assert len(plots) == 3
+            assert len(plots) == 5
+            assert all(p.query_selector(".main-svg .scatterlayer, .main-svg .barlayer") for p in plots)
             first = plots[0]
 
             def drawn_paths(method):

@@ -4,8 +4,8 @@ Same sections as the PDF (`cmbench.report`): provenance; per experiment the
 error-versus-budget curves (zoomable plotly panels, one per data set, hover for
 the values, click a method in the legend to hide or show it in every panel,
 double-click to show it alone), the recovery thresholds, the ranking with its
-significance tests and critical-difference diagram, the runtime per method, and
-the cells that did not run. plotly's library is inlined once in the page's head
+significance tests and critical-difference diagram, the recovery quality per
+recoverer, the runtime per method, and the cells that did not run. plotly's library is inlined once in the page's head
 and the diagram is inline SVG: nothing is loaded from the network, so the file
 can be mailed, archived or opened on an offline machine.
 """
@@ -128,7 +128,8 @@ def _nav(cubes: Sequence[Cube]) -> str:
     for c in cubes:
         s = _slug(c.experiment)
         links += [f'<a href="#{s}-curves">{_e(c.experiment)}: curves</a>',
-                  f'<a href="#{s}-ranking">ranking</a>', f'<a href="#{s}-cells">failures</a>']
+                  f'<a href="#{s}-ranking">ranking</a>', f'<a href="#{s}-recovery">recovery</a>',
+                  f'<a href="#{s}-cells">failures</a>']
     return "<nav>" + " ".join(links) + "</nav>"
 
 
@@ -207,6 +208,7 @@ def _experiment(cube: Cube, styles: MethodStyles) -> str:
                                      div_id=f"{s}-{_slug(adversary)}-{_slug(metric)}",
                                      config={"displaylogo": False, "responsive": True}))
     parts.append(_ranking(cube))
+    parts.append(_recovery(cube))
     rt = _runtime(cube, styles)
     if rt is not None:
         parts.append(f"<h3>{_e(cube.experiment)}: runtime per method</h3>")
@@ -292,6 +294,63 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
                               "xanchor": "left", "x": 0, "groupclick": "togglegroup"},
                       margin={"t": 150, "l": 60, "r": 20, "b": 50})
     return fig
+
+
+def _recovery(cube: Cube) -> str:
+    """Recovery quality per recoverer: RMSE of the recovered entries and fraction recovered."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from .recovery import QUANTITIES, tolerance_text
+
+    if "recovery_rmse" not in cube.ds.data_vars:
+        return ""
+    s = _slug(cube.experiment)
+    recs = [str(r) for r in cube.ds["recoverer"].values]
+    styles = MethodStyles(recs)
+    ok_any = (cube.ds["status"] == "ok").any("estimator")
+    parts = [f'<h2 id="{s}-recovery">{_e(cube.experiment)}: recovery quality</h2>',
+             f'<p class="note">Per recoverer, mean over instances: the RMSE of the recovered entries '
+             f"against the clean values (over the hidden or replaced entries it filled, in the data's "
+             f"units) and the fraction of corrupted entries recovered; {_e(tolerance_text(cube))}.</p>"]
+    x = cube.budgets
+    order = np.argsort(x)
+    for adversary in cube.adversaries:
+        for var, (ylabel, what) in QUANTITIES.items():
+            if var not in cube.ds.data_vars:
+                continue
+            values = cube.ds[var].where(ok_any & np.isfinite(cube.ds[var])).sel(adversary=adversary)
+            mean = values.mean("instance", skipna=True)
+            datasets = [d for d in cube.datasets if np.isfinite(mean.sel(dataset=d).values).any()]
+            if not datasets:
+                continue
+            ncols = min(len(datasets), 3)
+            nrows = -(-len(datasets) // ncols)
+            fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[_e(d) for d in datasets])
+            shown: set[str] = set()
+            for i, d in enumerate(datasets):
+                for r in recs:
+                    y = mean.sel(dataset=d, recoverer=r).values[order]
+                    if not np.isfinite(y).any():
+                        continue
+                    st = styles[r]
+                    fig.add_trace(go.Scatter(
+                        x=x[order], y=y, mode="lines+markers", name=r, legendgroup=r,
+                        showlegend=r not in shown, line={"color": st.color},
+                        marker={"symbol": SYMBOLS.get(st.marker, "circle")},
+                        hovertemplate=f"<b>{_e(r)}</b> on {_e(d)}<br>budget %{{x:.4g}}<br>"
+                                      f"{_e(ylabel)} %{{y:.4g}}<extra></extra>"),
+                        row=i // ncols + 1, col=i % ncols + 1)
+                    shown.add(r)
+            fig.update_xaxes(title_text=_plain_title(cube.budget_axis(adversary)))
+            fig.update_yaxes(title_text=ylabel, rangemode="tozero")
+            fig.update_layout(height=330 * nrows + 90, template="plotly_white",
+                              margin={"t": 70, "l": 60, "r": 20, "b": 50})
+            parts.append(f"<h3>{_e(what)}, adversary {_e(adversary)}</h3>")
+            parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
+                                     div_id=f"{s}-{_slug(adversary)}-{var}",
+                                     config={"displaylogo": False, "responsive": True}))
+    return "\n".join(parts)
 
 
 def _runtime(cube: Cube, styles: MethodStyles):
