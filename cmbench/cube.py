@@ -19,6 +19,7 @@ import xarray as xr
 
 from . import __version__
 from .errors import UserError
+from .output import follow_umask
 
 FORMAT = 1
 DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
@@ -126,6 +127,7 @@ def save(ds: xr.Dataset, path: Path) -> Path:
     os.close(fd)
     try:
         ds.to_netcdf(tmp, engine="netcdf4")
+        follow_umask(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -69,15 +69,17 @@ from .components import DataFile, Dataset
 from .errors import DataError
 
 __all__ = [
-    "ChecksumError", "DataError", "Verification", "cache_dir", "compare_tables", "data_dirs",
-    "derive_table", "fetch", "file_url", "load_arrays", "locate", "read_table", "require",
-    "sha256_file", "status", "table_meta", "verify", "write_table",
+    "ChecksumError", "DataError", "Verification", "cache_dir", "check_file_size", "compare_tables",
+    "data_dirs", "derive_table", "fetch", "file_url", "load_arrays", "locate", "max_file_bytes",
+    "read_table", "require", "sha256_file", "status", "table_meta", "verify", "write_table",
 ]
 
 ENV_DATA_DIR = "CMBENCH_DATA_DIR"
 ENV_CACHE_DIR = "CMBENCH_CACHE_DIR"
 ENV_MIRROR = "CMBENCH_MIRROR"
 ENV_OFFLINE = "CMBENCH_OFFLINE"
+ENV_MAX_FILE_GB = "CMBENCH_MAX_FILE_GB"
+DEFAULT_MAX_FILE_GB = 1.0  # a table read whole into memory takes a few times its size on disk
 
 TIMEOUT = 60.0  # seconds without a byte before a download is abandoned
 _CHUNK = 1 << 16
@@ -119,6 +121,40 @@ def _offline() -> bool:
 
 
 # ------------------------------------------------------------------- checking
+
+def max_file_bytes() -> int:
+    """Largest user data file read into memory: ``$CMBENCH_MAX_FILE_GB`` GB, default 1 GB."""
+    text = os.environ.get(ENV_MAX_FILE_GB, "").strip()
+    try:
+        gb = float(text) if text else DEFAULT_MAX_FILE_GB
+    except ValueError:
+        gb = float("nan")
+    if not (0 < gb < float("inf")):
+        raise DataError(f"environment variable {ENV_MAX_FILE_GB}={text!r}: expected a positive number of GB")
+    return int(gb * 1e9)
+
+
+def check_file_size(path: Path | str, what: str) -> Path:
+    """Refuse a file too large to read whole into memory, before a byte of it is read.
+
+    Parameters
+    ----------
+    path : the file.
+    what : who reads it, for the message (e.g. ``"data set csv (x.csv)"``).
+
+    Raises
+    ------
+    DataError
+        The file is larger than `max_file_bytes`; the message gives both sizes and
+        how to raise the limit.
+    """
+    path = Path(path)
+    size, limit = path.stat().st_size, max_file_bytes()
+    if size > limit:
+        raise DataError(f"{what}: {path} is {size / 1e9:.2f} GB, above the limit of {limit / 1e9:g} GB "
+                        f"for a file read into memory; set {ENV_MAX_FILE_GB} to raise it")
+    return path
+
 
 def sha256_file(path: Path | str) -> str:
     """Hex SHA-256 of a file, memoised per (path, size, mtime) within the process."""

@@ -22,6 +22,7 @@ import xarray as xr
 
 from . import cube as cubes
 from .errors import UserError
+from .output import follow_umask, writable_folder
 
 __all__ = ["to_frame", "frames", "export", "FORMATS"]
 
@@ -134,7 +135,7 @@ def export(sources: Sequence[xr.Dataset | str | os.PathLike], out: str | os.Path
         except ImportError:
             raise UserError(f"{out}: writing Parquet needs pyarrow (pip install pyarrow); "
                             f"or export to .csv") from None
-    out.parent.mkdir(parents=True, exist_ok=True)
+    writable_folder(out.parent, "export folder")
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=out.suffix + ".part")
     os.close(fd)
     try:
@@ -142,6 +143,7 @@ def export(sources: Sequence[xr.Dataset | str | os.PathLike], out: str | os.Path
             df.to_parquet(tmp, index=False, engine="pyarrow")
         else:
             df.to_csv(tmp, index=False)
+        follow_umask(tmp)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

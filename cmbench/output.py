@@ -74,3 +74,14 @@ def inside(root: str | os.PathLike, path: str | os.PathLike) -> Path:
     if path_r != root_r and root_r not in path_r.parents:
         raise UserError(f"refusing to write {path}: it is outside the output folder {root}")
     return Path(path)
+
+
+def follow_umask(path: str | os.PathLike) -> None:
+    """Give a file made by `tempfile.mkstemp` (always 0600) the mode a plain ``open`` would give it.
+
+    Outputs are written to a temporary file and renamed into place; without this
+    the cube or report would be readable by its owner only, whatever the umask.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)

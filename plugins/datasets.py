@@ -29,7 +29,9 @@ sensor data are only distributed as zips, so their URLs name a zip member
 """
 from __future__ import annotations
 
+import csv
 import io
+import warnings
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -572,12 +574,20 @@ def load_csv(*, instance, rng, path: Optional[str] = None, columns: Optional[Seq
     name = f"csv ({path})"
     if not path.is_file():
         raise DataError(f"data set {name}: no such file")
+    cmdata.check_file_size(path, f"data set {name}")
     try:
-        frame = pd.read_csv(path, sep=sep, na_values=list(na_values) or None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            # index_col=False: a header shorter than its rows never turns the first column into an index
+            frame = pd.read_csv(path, sep=sep, na_values=list(na_values) or None, index_col=False)
     except pd.errors.EmptyDataError:
         raise DataError(f"data set {name}: the file is empty") from None
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        if isinstance(exc, pd.errors.ParserError):
+            _check_widths(name, path, sep)  # names the first bad line, not pandas' first long one
         raise DataError(f"data set {name}: cannot parse: {exc}") from None
+    if caught or frame.isna().to_numpy().any():  # rows of another width show up only as these
+        _check_widths(name, path, sep)
     frame.columns = [str(c) for c in frame.columns]
     frame = _select(name, frame, columns, exclude)
     if frame.shape[0] == 0:
@@ -595,6 +605,24 @@ def load_csv(*, instance, rng, path: Optional[str] = None, columns: Optional[Seq
         frame[col] = values
     return _tabular(name, frame.to_numpy(dtype=np.float64), frame.columns, rank=rank,
                     missing=missing, standardize=standardize, ddof=ddof)
+
+
+def _check_widths(name: str, path: Path, sep: str) -> None:
+    """Every row has as many fields as the header, else a DataError naming file and line.
+
+    pandas pads a short row with NaN and, without an index column, drops the
+    extra fields of a long one; either would run the benchmark on another table.
+    """
+    if len(sep) != 1:  # a regular-expression separator: the csv module cannot split it
+        return
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        header = next(reader, [])
+        for row in reader:
+            if row and len(row) != len(header):
+                raise DataError(f"data set {name}: {path}:{reader.line_num}: {len(row)} fields, but the "
+                                f"header (line 1) names {len(header)} columns; every row needs one field "
+                                f"per column")
 
 
 def _select(name: str, frame: pd.DataFrame, columns, exclude) -> pd.DataFrame:

@@ -410,13 +410,19 @@ BAD_CSV = {  # file name -> text; every column is numeric
     "one_row.csv": "a,b,c\n1,2,3\n",
 }
 
+# A user's csv file that cannot be used is a user error found before the sweep (exit 2, one line):
+# label -> what the message must name, besides the file.
+BAD_CSV_ERRORS = {
+    "csv-nan": ["'b'", "missing"],
+    "csv-inf": ["'c'", "infinite"],
+    "csv-constant": ["'k'", "constant"],
+    "csv-wide": ["N = 3", "n = 5"],
+    "csv-one-row": ["1 row"],
+}
+
+# A plugin's data that break the contract fail their cells only:
 # label -> (status, what the error must name); every failing message names the data set
 BAD_DATA = {
-    "csv-nan": ("failed", ["'b'", "missing"]),
-    "csv-inf": ("failed", ["'c'", "infinite"]),
-    "csv-constant": ("failed", ["'k'", "constant"]),
-    "csv-wide": ("failed", ["N = 3", "n = 5"]),
-    "csv-one-row": ("failed", ["1 row"]),
     "plug-nan": ("failed", ["'temperature'", "NaN"]),
     "plug-inf": ("failed", ["'pressure'", "inf"]),
     "plug-one-row": ("failed", ["1 row"]),
@@ -435,8 +441,7 @@ def bad_data_run(tmp_path_factory):
     for name, text in BAD_CSV.items():
         (tmp / name).write_text(text)
     write(tmp / "awkward.py", BAD_DATA_PLUGIN)
-    csv = [f'{{name = "csv", label = "{label}", path = "{f}"}}' for label, f in BAD_CSV_FILE.items()]
-    csv.append('{name = "csv", label = "csv-nan-dropped", path = "nan.csv", missing = "drop-rows"}')
+    csv = ['{name = "csv", label = "csv-nan-dropped", path = "nan.csv", missing = "drop-rows"}']
     plug = [f'"{k}"' for k in ("plug-nan", "plug-inf", "plug-one-row", "plug-nan-mean", "plug-constant",
                                "plug-wide")]
     suite = write(tmp / "bad.toml", f"""
@@ -463,6 +468,23 @@ def test_bad_data_fails_only_its_cells_without_traceback(bad_data_run):
     assert ds is not None, "the cube of the good data sets must still be written"
     for label in GOOD_DEGENERATE:
         assert (ds["status"].sel(dataset=label) == "ok").all(), label
+
+
+@pytest.mark.parametrize("label", sorted(BAD_CSV_ERRORS))
+def test_bad_csv_file_is_a_user_error_naming_the_file_and_column(bad_data_run, label):
+    _, _, tmp = bad_data_run
+    suite = write(tmp / f"{label}.toml", f"""
+        name = "{label}"
+        [[experiment]]
+        name = "e"
+        datasets = [{{name = "csv", label = "{label}", path = "{BAD_CSV_FILE[label]}"}}]
+        adversaries = ["hide-smallest"]
+        budgets = [{BUDGET}]
+        recoverers = ["none"]
+        estimators = ["mean"]
+    """)
+    code, err = cli_inproc("suite", suite, "--out", tmp / "out", "--no-report")
+    assert_user_error(code, err, BAD_CSV_FILE[label], f"'{label}'", *BAD_CSV_ERRORS[label])
 
 
 @pytest.mark.parametrize("label", sorted(BAD_DATA))

@@ -487,3 +487,112 @@ def test_workers_do_not_outlive_a_sigkilled_parent(tmp_path, out):
     for w in left:  # leave no stray process behind, even when the test fails
         os.kill(w, signal.SIGKILL)
     assert not left, f"worker processes {left} outlived the killed parent"
+
+
+# ============================================================ user data files
+
+CSV_SUITE = """\
+name = "s"
+seed = 3
+[[experiment]]
+name = "e"
+datasets = [{name = "csv", label = "table", path = "table.csv"}]
+instances = 2
+adversaries = ["hide-random"]
+budgets = [0.0, 0.1, 0.2, 0.3, 0.4]
+recoverers = ["none"]
+estimators = ["mean"]
+metrics = ["l2"]
+"""
+
+ROWS = "".join(f"{i},{2 * i + 1},{i % 3},{i * i % 7}\n" for i in range(40))
+
+
+@pytest.fixture
+def count_csv_reads(monkeypatch) -> list:
+    """Every pandas.read_csv call in this process, recorded."""
+    import pandas as pd
+
+    calls, real = [], pd.read_csv
+
+    def counting(*args, **kwargs):
+        calls.append(args[0] if args else kwargs.get("filepath_or_buffer"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_csv", counting)
+    return calls
+
+
+def test_csv_header_with_one_field_fewer_than_its_rows_is_refused_naming_file_and_line(tmp_path, out):
+    table = write(tmp_path / "in" / "table.csv", "b,c,d\n" + ROWS)  # 3 names, 4 fields a row
+    path = write(tmp_path / "in" / "csv.toml", CSV_SUITE)
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, f"{table}:2", "4 fields", "3 columns", "'table'")
+
+
+def test_csv_row_shorter_than_its_header_is_refused_naming_the_line(tmp_path, out):
+    lines = ("a,b,c,d\n" + ROWS).splitlines(keepends=True)
+    lines[7] = "1,2,3\n"
+    table = write(tmp_path / "in" / "table.csv", "".join(lines))
+    path = write(tmp_path / "in" / "csv.toml", CSV_SUITE)
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, f"{table}:8", "3 fields", "4 columns")
+
+
+def test_bad_data_file_is_one_user_error_parsed_once_not_a_failure_per_unit(tmp_path, out, count_csv_reads):
+    write(tmp_path / "in" / "table.csv", "a,b,c,d\n" + ROWS.replace("5,11", "5,eleven", 1))  # a text value
+    path = write(tmp_path / "in" / "csv.toml", CSV_SUITE)  # 2 instances x 5 budgets = 10 units
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, "'eleven'", "column 'b'")
+    assert len(count_csv_reads) == 1, count_csv_reads
+
+
+def test_data_file_above_the_size_limit_is_refused_before_it_is_read(tmp_path, out, monkeypatch,
+                                                                      count_csv_reads):
+    table = write(tmp_path / "in" / "table.csv", "a,b,c,d\n" + ROWS * 20)
+    path = write(tmp_path / "in" / "csv.toml", CSV_SUITE)
+    monkeypatch.setenv("CMBENCH_MAX_FILE_GB", "1e-6")  # 1 kB
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, str(table), "above the limit of 1e-06 GB", "CMBENCH_MAX_FILE_GB")
+    assert count_csv_reads == []
+
+
+def test_csv_with_a_header_for_every_field_still_loads(tmp_path, out):
+    write(tmp_path / "in" / "table.csv", "a,b,c,d\n" + ROWS)
+    path = write(tmp_path / "in" / "csv.toml", CSV_SUITE)
+    ds = run_suite(path, out=out, report=False)["e"]
+    assert (ds["status"] == "ok").all()
+
+
+# ==================================================== small items: modes, listing
+
+def test_output_files_follow_the_umask(cube, tmp_path):
+    from cmbench import cube as cubes
+
+    old = os.umask(0o022)
+    try:
+        saved = cubes.save(xr.open_dataset(cube).load(), tmp_path / "copy.nc")
+        code, err = cli("report", cube, "-o", tmp_path / "r.pdf")
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    assert oct(saved.stat().st_mode & 0o777) == oct(0o644)
+    assert oct((tmp_path / "r.pdf").stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_data_file_failing_its_checksum_is_listed_as_such_not_absent(tmp_path, monkeypatch):
+    from cmbench.plugins import load_plugins
+
+    leaf = load_plugins().datasets["leaf"]
+    for f in leaf.files:
+        write(tmp_path / "data" / leaf.folder / f.path, "1,2,3\n")  # the right names, the wrong bytes
+    monkeypatch.setenv("CMBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CMBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    result = CliRunner().invoke(main, ["datasets"])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if line.startswith("leaf "))
+    assert "damaged" in row and "absent" not in row, row

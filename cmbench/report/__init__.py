@@ -38,7 +38,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from .. import __version__
 from ..errors import UserError
-from ..output import writable_folder
+from ..output import follow_umask, writable_folder
 from . import claims, figures, recovery, significance, stress, tables, theory_pages
 from .figures import Page
 from .load import Cube, load_cube, load_cubes
@@ -92,6 +92,7 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         with matplotlib.rc_context(RC):
             pages = build_pages(loaded, title=title, baseline=base)
             _save(pages, Path(tmp), png, title=title, cubes=loaded)
+        follow_umask(tmp)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -66,16 +66,46 @@ def check_data_files(suite: Suite) -> None:
                 data.require(ds.decl)
 
 
+def check_user_data(suite: Suite) -> None:
+    """Load each built-in data set that reads a user's file once, before the sweep.
+
+    A mistake in the file (a ragged row, a text column, a file too large) is the
+    user's: it stops the run with one line (exit 2) instead of failing every
+    unit, each of which would parse the file again. The loaded data stay in the
+    per-process memo for the cube's data set information.
+    """
+    seen = set()
+    for exp in suite.experiments:
+        for ds in exp.datasets:
+            if not isinstance(ds.params.get("path"), str) or _is_foreign(suite, "datasets", ds):
+                continue
+            key = (ds.name, repr(sorted(ds.params.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            job = Job(str(suite.path), suite.plugins, exp.name, ds.label, exp.instances[0], "", 0.0, None,
+                      suite.hash)
+            try:
+                load_data(job)
+            except UserError as exc:
+                raise UserError(f"{suite.path}: experiment {exp.name!r}, data set {ds.label!r}: {exc}") from None
+            except Exception:  # not the user's: the units record it as failed cells
+                pass
+
+
+def _is_foreign(suite: Suite, kind: str, entry) -> bool:
+    from ..plugins import BUILTIN_MODULES
+
+    return suite.registry.source(kind, entry.name).plugin not in {f"cmbench.{m}" for m in BUILTIN_MODULES}
+
+
 def uses_foreign_plugins(suite: Suite) -> bool:
     """Whether any component of the suite comes from a plugin that is not cmbench's own.
 
     Such a sweep runs in a child process even with one worker: a plugin that ends
     its process (``os._exit``) must not take the sweep, its cubes and its exit code with it.
     """
-    from ..plugins import BUILTIN_MODULES
-
-    own = {f"cmbench.{m}" for m in BUILTIN_MODULES}
-    return any(suite.registry.source(kind, e.name).plugin not in own
+    return any(_is_foreign(suite, kind, e)
                for exp in suite.experiments
                for kind in ("datasets", "adversaries", "recoverers", "estimators")
                for e in getattr(exp, kind))
@@ -101,6 +131,7 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
     cap = _cache_cap(suite, cache_size)
     check_data_files(suite)
+    check_user_data(suite)
     root = inside(out, Path(out) / suite.name)
     writable_folder(root, "output folder")
     store = Store(root, suite, cap=cap, out=Path(out))
