@@ -256,14 +256,21 @@ def test_a_csv_table_next_to_the_suite_travels_with_the_jobs(cluster):
     Z = rng.normal(size=(120, 2))
     table = np.c_[Z @ rng.normal(size=(2, 5)), rng.normal(size=120)]
     np.savetxt(folder / "tables" / "sales.csv", table, delimiter=",", header="a,b,c,d,e,f", comments="")
-    (folder / "tables" / "typo.csv").write_text("a,b\n1,2\n3,x\n5,6\n")
-    remote, serial = remote_and_serial(cluster, folder, SALES_SUITE.replace(
-        'sales.csv", rank = 2 }', 'sales.csv", rank = 2 }, { name = "csv", label = "typo", path = "tables/typo.csv" }'))
+    remote, serial = remote_and_serial(cluster, folder, SALES_SUITE)
     assert set(np.unique(remote["status"].sel(dataset="sales").values)) == {"ok", "not-applicable"}
-    # The data set's error names the file as the user knows it, not the worker's copy.
-    errors = set(failures(remote, dataset="typo"))
-    assert len(errors) == 1 and f"csv ({folder / 'tables' / 'typo.csv'}): column 'b'" in errors.pop()
     assert_same_cube(remote, serial)
+    # A user's unusable table is a user error found on the client, before any job is sent.
+    (folder / "tables" / "typo.csv").write_text("a,b\n1,2\n3,x\n5,6\n")
+    typo = folder / "typo.toml"
+    typo.write_text(textwrap.dedent(SALES_SUITE).replace(
+        'sales.csv", rank = 2 }', 'sales.csv", rank = 2 }, { name = "csv", label = "typo", path = "tables/typo.csv" }'))
+    import re
+
+    from cmbench import run_suite
+    from cmbench.errors import UserError
+
+    with pytest.raises(UserError, match=re.escape(f"csv ({folder / 'tables' / 'typo.csv'}): column 'b'")):
+        run_suite(typo, out=folder / "typo-out", report=False)
 
 
 def test_a_real_data_set_on_workers_without_a_data_folder(cluster):
