@@ -286,6 +286,23 @@ def test_a_real_data_set_on_workers_without_a_data_folder(cluster):
     assert_same_cube(remote, serial)
 
 
+def test_a_plugin_added_to_a_cached_run_gets_the_cached_stages_shipped(cluster):
+    """The rerun computes the new estimator on recoveries from the client's cache, which workers cannot read."""
+    from cmbench import run_suite
+
+    folder = cluster.client_dir / "warm"
+    folder.mkdir()
+    (folder / "winsorized.py").write_text(WINSORIZED)
+    run_suite("smoke", out=folder / "remote", scheduler=cluster.address, report=False)
+    remote = run_suite("smoke", out=folder / "remote", scheduler=cluster.address,
+                       plugins=[str(folder / "winsorized.py")], report=False)["synthetic"]
+    serial = run_suite("smoke", out=folder / "serial", plugins=[str(folder / "winsorized.py")],
+                       report=False)["synthetic"]
+    assert "winsorized-mean" in remote["estimator"].values
+    assert set(np.unique(remote["status"].values)) == {"ok"}
+    assert_same_cube(remote, serial)
+
+
 def test_a_module_plugin_missing_on_the_workers_is_named(cluster, monkeypatch):
     """A dotted-module plugin is not shipped: the error names it and says to install it."""
     from cmbench import run_suite
