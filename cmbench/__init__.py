@@ -10,6 +10,7 @@ from .components import (  # noqa: E402
     DataFile,
     Dataset,
     Estimator,
+    Metric,
     NotApplicable,
     Recoverer,
     ShippedTable,
@@ -22,7 +23,8 @@ def load_plugins(extra=()):
     """Load built-ins, entry points and ``extra`` plugin paths or modules.
 
     Returns a `cmbench.plugins.Registry` with dicts ``adversaries``,
-    ``recoverers``, ``estimators`` and ``datasets`` (name -> declaration).
+    ``recoverers``, ``estimators``, ``datasets`` and ``metrics`` (name ->
+    declaration). ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD=1`` leaves out entry points.
     """
     from .plugins import load_plugins as _load
 
@@ -47,7 +49,7 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, **options)
 
 
 __all__ = [
-    "Adversary", "Component", "Data", "DataFile", "Dataset", "Estimator",
+    "Adversary", "Component", "Data", "DataFile", "Dataset", "Estimator", "Metric",
     "NotApplicable", "Recoverer", "ShippedTable", "Undefined", "hookimpl", "hookspec",
     "load_plugins", "run_suite", "to_frame", "__version__",
 ]

@@ -6,6 +6,7 @@ depends only on it.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
@@ -39,16 +40,63 @@ class Component:
     ----------
     name : kebab-case identifier, unique per kind.
     fn : the callable; its signature is fixed per kind (see the subclasses).
-    params : defaults of the keyword parameters a suite may override.
+    params : defaults of the keyword parameters a suite may override. Left out
+        (None), they are read from ``fn``'s signature: every keyword parameter
+        with a default, except the arguments of the contract (``rng``,
+        ``structure``, ...), so that each default is written once.
     description : one line, shown by ``cmbench plugins``.
+    choices : allowed values of some parameters, e.g. ``{"rule": ("rank", "m_a")}``;
+        a suite naming another value is refused when it loads.
+    ranges : inclusive bounds of numeric parameters, e.g.
+        ``{"proportion": (0.0, 0.5)}``; None leaves a side open.
+
+    Example
+    -------
+    ::
+
+        def trimmed(X, *, rng, proportion=0.1): ...
+        cmbench.Estimator("trimmed", trimmed, ranges={"proportion": (0.0, 0.5)})
+        # params == {"proportion": 0.1}, from the signature
     """
 
     name: str
     fn: Callable[..., Any]
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Optional[Mapping[str, Any]] = None
     description: str = ""
+    choices: Mapping[str, tuple] = None
+    ranges: Mapping[str, tuple] = None
 
     kind = "component"
+    #: keyword arguments the contract passes; never suite parameters
+    contract_args = ("rng",)
+
+    def __post_init__(self) -> None:
+        if self.params is None:
+            object.__setattr__(self, "params", signature_defaults(self.fn, self.contract_args))
+        object.__setattr__(self, "choices", {k: tuple(v) for k, v in (self.choices or {}).items()})
+        object.__setattr__(self, "ranges", {k: tuple(v) for k, v in (self.ranges or {}).items()})
+
+
+def signature_defaults(fn: Callable[..., Any], exclude: tuple = ()) -> dict:
+    """Keyword parameters of ``fn`` that have a default, as a dict (``exclude`` left out).
+
+    Parameters
+    ----------
+    fn : any callable; one without an inspectable signature gives ``{}``.
+    exclude : names to leave out (the contract's own arguments).
+
+    Returns
+    -------
+    dict
+        name -> default, in the signature's order.
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in sig.parameters.values()
+            if p.default is not inspect.Parameter.empty and p.name not in exclude
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
 @dataclass(frozen=True)
@@ -73,6 +121,7 @@ class Adversary(Component):
     adaptive: bool = False
 
     kind = "adversary"
+    contract_args = ("budget", "rng", "structure", "pipeline")
 
 
 @dataclass(frozen=True)
@@ -92,6 +141,7 @@ class Recoverer(Component):
     needs_structure: bool = False
 
     kind = "recoverer"
+    contract_args = ("rng", "structure", "rank")
 
 
 @dataclass(frozen=True)
@@ -155,6 +205,22 @@ class Dataset(Component):
     table: Optional[ShippedTable] = None
 
     kind = "dataset"
+    contract_args = ("instance", "rng")
+
+
+@dataclass(frozen=True)
+class Metric(Component):
+    """``error(mu_hat, data, **params) -> float``.
+
+    ``mu_hat`` is the estimator's (n,) finite vector, ``data`` the `Data` the
+    data set loaded (``data.mean`` is the truth). Return NaN where the metric
+    has no value (e.g. Mahalanobis without a covariance); raise `Undefined` to
+    say the same with a reason. A suite's ``metrics = [...]`` names metrics;
+    the cube holds one variable per metric and the report one page each.
+    """
+
+    kind = "metric"
+    contract_args = ()
 
 
 @dataclass(frozen=True, eq=False)

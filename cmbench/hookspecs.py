@@ -1,6 +1,7 @@
 """The hooks a cmbench plugin implements.
 
-Each hook returns an iterable of declarations of one kind. Built-in methods are
+Each hook returns an iterable of declarations of one kind (five kinds:
+adversaries, recoverers, estimators, data sets and error metrics). Built-in methods are
 registered through these same hooks (see ``plugins/``), exactly as a third
 party's would be.
 """
@@ -61,4 +62,23 @@ def register_datasets() -> Iterable["cmbench.Dataset"]:  # noqa: F821
         @cmbench.hookimpl
         def register_datasets():
             return [cmbench.Dataset("my-table", load_my_table, shape=(500, 12), rank=4)]
+    """
+
+
+@hookspec
+def register_metrics() -> Iterable["cmbench.Metric"]:  # noqa: F821
+    """Return the error metrics this plugin provides: ``fn(mu_hat, data) -> float``.
+
+    A suite lists them in an experiment's ``metrics = [...]``; the cube gets
+    one variable per metric and the report one page each.
+
+    Example::
+
+        def relative_l2(mu_hat, data):
+            return float(np.linalg.norm(mu_hat - data.mean) / np.linalg.norm(data.mean))
+
+        @cmbench.hookimpl
+        def register_metrics():
+            return [cmbench.Metric("relative-l2", relative_l2,
+                                   description="l2 error over the norm of the true mean")]
     """

@@ -4,7 +4,9 @@ Plugins are loaded in this order, and every component remembers which plugin
 declared it:
 
 1. the built-in modules in ``plugins/`` (shipped as ``cmbench.builtins``);
-2. installed distributions with an entry point in group ``cmbench``;
+2. installed distributions with an entry point in group ``cmbench``, unless the
+   environment variable ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` is set (to anything
+   but empty or ``0``), as pytest's ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``;
 3. ``--plugin PATH.py`` or ``--plugin dotted.module`` (repeatable);
 4. ``plugins = [...]`` in a suite file (resolved by `cmbench.suite`).
 """
@@ -17,6 +19,7 @@ import importlib.abc
 import importlib.metadata
 import importlib.util
 import inspect
+import math
 import os
 import re
 import sys
@@ -30,18 +33,24 @@ import numpy as np
 import pluggy
 
 from . import __version__, hookspecs
-from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Recoverer
+from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Metric, Recoverer
 from .errors import PluginError
 
-BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase")
+BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
+                   "metrics")
 KINDS = {
     "adversaries": (Adversary, "register_adversaries"),
     "recoverers": (Recoverer, "register_recoverers"),
     "estimators": (Estimator, "register_estimators"),
     "datasets": (Dataset, "register_datasets"),
+    "metrics": (Metric, "register_metrics"),
 }
 SINGULAR = {"adversaries": "adversary", "recoverers": "recoverer", "estimators": "estimator",
-            "datasets": "dataset"}
+            "datasets": "dataset", "metrics": "metric"}
+#: the environment variable that turns entry-point plugins off
+AUTOLOAD_ENV = "CMBENCH_DISABLE_PLUGIN_AUTOLOAD"
+#: cube variables a metric may not be named after
+RESERVED_METRIC_NAMES = ("seconds", "evaluations", "status", "error", "traceback")
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 # What each kind's callable is called with, to check its signature fits.
@@ -51,7 +60,13 @@ _CALLS = {
     "recoverers": lambda c: ((_X,), dict(rng=None, structure=None, rank=None)),
     "estimators": lambda c: ((_X,), dict(rng=None)),
     "datasets": lambda c: ((), dict(instance=0, rng=None)),
+    "metrics": lambda c: ((_X[0], None), {}),
 }
+
+
+def autoload_disabled() -> bool:
+    """Whether ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` asks to skip entry-point plugins."""
+    return os.environ.get(AUTOLOAD_ENV, "").strip() not in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -73,8 +88,10 @@ class Registry:
     recoverers: dict = field(default_factory=dict)
     estimators: dict = field(default_factory=dict)
     datasets: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)
     sources: dict = field(default_factory=dict)  # (kind, name) -> Source
     plugins: list = field(default_factory=list)  # Source of each loaded plugin, in order
+    autoload: bool = True  # False when CMBENCH_DISABLE_PLUGIN_AUTOLOAD skipped entry points
 
     def kind(self, kind: str) -> dict:
         return getattr(self, kind)
@@ -162,7 +179,55 @@ def _validate(kind: str, cls: type, item: object, source: Source) -> None:
             raise PluginError(f"{what}: mode {item.mode!r} is not one of {', '.join(MODES)}")
     if isinstance(item, Recoverer) and not set(item.modes) <= set(MODES):
         raise PluginError(f"{what}: modes {item.modes!r} must be among {', '.join(MODES)}")
+    if isinstance(item, Metric) and item.name in RESERVED_METRIC_NAMES:
+        raise PluginError(f"{what}: {item.name!r} is a cube variable already; choose another name")
+    _validate_domains(item, what)
     check_signature(kind, item, item.params, what)
+
+
+def _validate_domains(item: Component, what: str) -> None:
+    """``choices`` and ``ranges`` name declared parameters, and the defaults obey them."""
+    for field_name in ("choices", "ranges"):
+        for key in getattr(item, field_name):
+            if key not in item.params and not (isinstance(item, Recoverer) and key == "rank"):
+                raise PluginError(f"{what}: {field_name} names {key!r}, which is not one of its params "
+                                  f"({', '.join(item.params) or 'none'})")
+    for key, allowed in item.choices.items():
+        if not allowed:
+            raise PluginError(f"{what}: choices[{key!r}] is empty")
+    for key, bounds in item.ranges.items():
+        if len(bounds) != 2 or not all(b is None or _is_number(b) for b in bounds):
+            raise PluginError(f"{what}: ranges[{key!r}] must be (low, high), numbers or None, got {bounds!r}")
+    for key, value in item.params.items():
+        problem = domain_problem(item, key, value)
+        if problem:
+            raise PluginError(f"{what}: the default of {key!r} is outside its declared domain: {problem}")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
+
+
+def domain_problem(item: Component, key: str, value) -> str:
+    """Why ``value`` is not allowed for parameter ``key`` of ``item`` ('' when it is).
+
+    None always passes (it means "the method's own default", e.g. a rank hint).
+    """
+    if value is None:
+        return ""
+    allowed = item.choices.get(key)
+    if allowed is not None and value not in allowed:
+        return f"{value!r} is not one of {', '.join(map(repr, allowed))}"
+    bounds = item.ranges.get(key)
+    if bounds is not None:
+        low, high = bounds
+        if not _is_number(value) or (isinstance(value, float) and math.isnan(value)):
+            return f"{value!r} is not a number"
+        if (low is not None and value < low) or (high is not None and value > high):
+            lo = "-inf" if low is None else repr(low)
+            hi = "inf" if high is None else repr(high)
+            return f"{value!r} is outside [{lo}, {hi}]"
+    return ""
 
 
 def check_signature(kind: str, item: Component, params: dict, what: str) -> None:
@@ -177,7 +242,8 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
     try:
         sig.bind(*args, **kwargs, **params)
     except TypeError as exc:
-        expected = ", ".join([*("X", "budget")[: len(args)], *(f"{k}=" for k in kwargs)])
+        positional = ("mu_hat", "data") if kind == "metrics" else ("X", "budget")
+        expected = ", ".join([*positional[: len(args)], *(f"{k}=" for k in kwargs)])
         raise PluginError(f"{what}: signature {item.fn.__name__}{sig} does not fit the contract "
                           f"({expected}, **params): {exc}") from None
 
@@ -293,7 +359,9 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
     for name in BUILTIN_MODULES:
         module = importlib.import_module(f"cmbench.builtins.{name}")
         loader.add(module, Source(f"cmbench.{name}", __version__))
-    for ep in sorted(importlib.metadata.entry_points(group="cmbench"), key=lambda e: e.name):
+    loader.registry.autoload = not autoload_disabled()
+    entry_points = importlib.metadata.entry_points(group="cmbench") if loader.registry.autoload else ()
+    for ep in sorted(entry_points, key=lambda e: e.name):
         dist = getattr(ep, "dist", None)
         label = f"{dist.name}:{ep.name}" if dist is not None else ep.name
         version = dist.version if dist is not None else ""

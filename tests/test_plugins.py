@@ -142,3 +142,38 @@ def test_wrong_declaration_type(tmp_path):
                     "    return [cmbench.Recoverer('x', lambda X, *, rng, structure, rank: X)]\n")
     with pytest.raises(PluginError, match="expected cmbench.Estimator"):
         load_plugins([str(path)])
+
+
+def _installed_distribution(tmp_path, monkeypatch, winsorized_file):
+    (tmp_path / "cm_winsor2.py").write_text(winsorized_file.read_text())
+    info = tmp_path / "cm_winsor2-1.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cm-winsor2\nVersion: 1.0.0\n")
+    (info / "entry_points.txt").write_text("[cmbench]\nwinsor = cm_winsor2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+@pytest.mark.parametrize("value, loaded", [("1", False), ("yes", False), ("0", True), ("", True)])
+def test_disable_plugin_autoload_skips_entry_points(tmp_path, monkeypatch, winsorized_file, value, loaded):
+    _installed_distribution(tmp_path, monkeypatch, winsorized_file)
+    monkeypatch.setenv("CMBENCH_DISABLE_PLUGIN_AUTOLOAD", value)
+    registry = load_plugins()
+    assert ("winsorized-mean" in registry.estimators) is loaded
+    assert registry.autoload is loaded
+    assert "mean" in registry.estimators  # built-ins are always loaded
+    if not loaded:  # an explicit --plugin still loads when autoload is off
+        assert "winsorized-mean" in load_plugins([str(winsorized_file)]).estimators
+
+
+def test_plugins_command_says_when_autoload_is_off(monkeypatch):
+    from click.testing import CliRunner
+
+    from cmbench.cli import main
+
+    monkeypatch.setenv("CMBENCH_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = CliRunner().invoke(main, ["plugins"])
+    assert result.exit_code == 0
+    assert "CMBENCH_DISABLE_PLUGIN_AUTOLOAD is set: entry-point plugins were not loaded" in result.output
+    assert any(line.startswith("metric") and " mahalanobis " in line for line in result.output.splitlines())
+    monkeypatch.delenv("CMBENCH_DISABLE_PLUGIN_AUTOLOAD")
+    assert "CMBENCH_DISABLE_PLUGIN_AUTOLOAD" not in CliRunner().invoke(main, ["plugins"]).output
