@@ -43,13 +43,36 @@ def main() -> None:
 @plugin_option
 def plugins(plugins) -> None:
     """List every component: kind, name, plugin and version, description."""
-    from .plugins import SINGULAR, load_plugins
+    from .plugins import AUTOLOAD_ENV, SINGULAR, load_plugins
 
     registry = load_plugins(plugins)
     rows = [(SINGULAR[kind], name, str(registry.source(kind, name)), decl.description)
-            for kind in ("datasets", "adversaries", "recoverers", "estimators")
+            for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
             for name, decl in registry.kind(kind).items()]
     _table(("kind", "name", "plugin", "description"), rows)
+    if not registry.autoload:
+        click.echo(f"note: {AUTOLOAD_ENV} is set: entry-point plugins were not loaded")
+
+
+@main.command()
+@plugin_option
+@click.argument("names", nargs=-1, metavar="[NAME|KIND:NAME]...")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the generated inputs and rngs.")
+def check(plugins, names, seed) -> None:
+    """Check components against the contract on small generated inputs.
+
+    Checks every component the --plugin plugins declare (every loaded one
+    without --plugin), or only NAMEs. One line per check; exit 1 if any fails.
+    """
+    from .check import FAIL, PASS, SKIP, run_checks
+
+    results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()))
+    counts = collections.Counter(r.status for r in results)
+    components = len({(r.kind, r.name) for r in results})
+    click.echo(f"{components} components, {len(results)} checks: {counts[PASS]} passed, "
+               f"{counts[FAIL]} failed" + (f", {counts[SKIP]} skipped" if counts[SKIP] else ""))
+    if counts[FAIL]:
+        sys.exit(1)
 
 
 @main.command()

@@ -1,0 +1,592 @@
+"""The component contract, checked on small generated inputs: ``cmbench check``.
+
+A plugin author learns whether a new component keeps the contract of
+`cmbench.components` before running any suite: each declared component is
+called on a handful of small generated samples and every promise is checked
+separately, so that one defect gives one failed check with its reason.
+
+The same per-input probes (`probe_estimator`, `probe_adversary`,
+`probe_recoverer`, `probe_dataset`, `probe_metric`) back the property tests of
+the built-ins, which feed them random inputs instead of the fixed cases here.
+The output checks themselves are the runner's (`cmbench.runner.units`), so a
+component that passes here is never recorded as a failed cell for breaking
+the contract.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import random
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from .components import Adversary, Component, Data, Dataset, Estimator, Metric, NotApplicable, Recoverer, Undefined
+from .errors import UserError
+from .plugins import KINDS, SINGULAR, Registry, choices_hint, load_plugins, resolve_plugin
+from .runner.units import check_corruption, check_data, check_estimate, check_recovery
+from .suite import Entry
+
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
+# The checks of each kind, in the order they are printed.
+PARAMS = "params defaults match the signature's"
+SAME_RNG = "same result for the same rng (no global or unseeded randomness)"
+UNMODIFIED = "leaves its input unmodified"
+CHECKS = {
+    "estimators": (
+        "returns a finite (n,) vector (cmbench.Undefined only where entries are missing)",
+        UNMODIFIED, SAME_RNG, PARAMS),
+    "adversaries": (
+        "returns a float array of the input's shape",
+        "respects its budget at its level, changes entries as its mode says",
+        "budget 0 changes nothing",
+        UNMODIFIED, SAME_RNG, PARAMS),
+    "recoverers": (
+        "returns the input's shape, no inf (NaN = not recovered)",
+        "keeps the visible entries (missing mode)",
+        UNMODIFIED, SAME_RNG, PARAMS),
+    "datasets": (
+        "load returns a valid cmbench.Data",
+        "same data for the same rng and instance",
+        PARAMS),
+    "metrics": (
+        "returns a real number, 0 at the true mean, >= 0 elsewhere (NaN allowed)",
+        UNMODIFIED, "same value twice", PARAMS),
+}
+OUTPUT = {kind: checks[0] for kind, checks in CHECKS.items()}
+BUDGETS = (0.05, 0.1, 0.25, 0.5, 1.0)
+_STABLE = "stable"  # the recoverer check that only applies to missing mode
+
+
+@dataclass(frozen=True)
+class Result:
+    """One check of one component: PASS, FAIL (with the reason) or SKIP (with why)."""
+
+    kind: str
+    name: str
+    check: str
+    status: str
+    reason: str = ""
+
+    def line(self) -> str:
+        text = f"{self.status} {SINGULAR[self.kind]} {self.name}: {self.check}"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+@dataclass
+class Probe:
+    """What one call of a component on one input showed.
+
+    ``value`` is the (checked) output, None when the call raised; ``undefined``
+    the reason of a `cmbench.Undefined` or `cmbench.NotApplicable`;
+    ``problems`` maps a check (see `CHECKS`) to why it failed on this input.
+    """
+
+    value: Any = None
+    undefined: str = ""
+    problems: dict = field(default_factory=dict)
+
+    def fail(self, check: str, reason: str) -> None:
+        self.problems.setdefault(check, reason)
+
+
+@dataclass
+class _Call:
+    value: Any = None
+    undefined: str = ""
+    error: str = ""
+    modified: str = ""
+
+
+# ------------------------------------------------------------------ calling a component
+
+def _where(exc: BaseException) -> str:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    loc = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"raised {type(exc).__name__}: {exc}{loc}"
+
+
+def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
+    """Call ``fn`` on private copies of its array arguments; report what it did to them.
+
+    The global NumPy and ``random`` states are reseeded with ``noise`` first, so
+    that two calls with the same ``rng`` but different ``noise`` differ only if
+    the component draws from somewhere other than its ``rng``.
+    """
+    copies = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
+    np.random.seed(noise)
+    random.seed(noise)
+    out = _Call()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
+            out.value = fn(*copies, **kwargs)
+    except (Undefined, NotApplicable) as exc:
+        out.undefined = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # the component's bug, reported as its check's failure
+        out.error = _where(exc)
+    for i, (a, c) in enumerate(zip(args, copies)):
+        if isinstance(a, np.ndarray) and not np.array_equal(a, c, equal_nan=True):
+            where = np.argwhere(~((a == c) | (np.isnan(a) & np.isnan(c))))
+            out.modified = (f"wrote into its input array (argument {i + 1}) at {len(where)} "
+                            f"entr{'y' if len(where) == 1 else 'ies'}, first {tuple(int(j) for j in where[0])}")
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True))
+    except (TypeError, ValueError):
+        return False
+
+
+def _entry(kind: str, decl: Component, params: dict) -> Entry:
+    return Entry(label=decl.name, decl=decl, params=dict(params), source="cmbench check")
+
+
+def _twice(probe: Probe, fn: Callable, args: tuple, kwargs_for: Callable[[], dict]) -> _Call:
+    """Call twice with equal rngs and different global states; record modification and determinism."""
+    first = _call(fn, args, kwargs_for(), noise=1)
+    if first.modified:
+        probe.fail(UNMODIFIED, first.modified)
+    if first.error or first.undefined:
+        return first
+    second = _call(fn, args, kwargs_for(), noise=2)
+    if not second.error and not second.undefined and not _same(_array(first.value), _array(second.value)):
+        probe.fail(SAME_RNG, "two calls with equally seeded rngs gave different results")
+    return first
+
+
+def _array(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
+        return value[0]  # a recoverer's (X, info)
+    return value
+
+
+# ------------------------------------------------------------------ probes: one input each
+
+def probe_estimator(decl: Estimator, X: np.ndarray, seed: int, params: Optional[dict] = None) -> Probe:
+    """Run estimator ``decl`` on ``X`` (N, n; NaN = missing) and check its contract.
+
+    Returns
+    -------
+    Probe
+        ``value`` the (n,) estimate (None if it raised), ``problems`` by check.
+    """
+    params = dict(decl.params if params is None else params)
+    X = np.asarray(X, dtype=float)
+    probe = Probe()
+    out = _twice(probe, decl.fn, (X,), lambda: dict(rng=np.random.default_rng(seed), **params))
+    check = OUTPUT["estimators"]
+    if out.error:
+        probe.fail(check, out.error)
+    elif out.undefined:
+        probe.undefined = out.undefined
+        if not np.isnan(X).any():
+            probe.fail(check, f"{out.undefined} on data without missing entries")
+    else:
+        try:
+            probe.value = check_estimate(out.value, X.shape[1])
+        except ValueError as exc:
+            probe.fail(check, str(exc))
+    return probe
+
+
+def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, structure=None,
+                    params: Optional[dict] = None, pipeline: Optional[Callable] = None) -> Probe:
+    """Run adversary ``decl`` on ``X`` at ``budget`` and check its contract.
+
+    An adaptive adversary gets ``pipeline`` (default: the l2 error of the
+    per-coordinate mean of the visible entries).
+    """
+    params = dict(decl.params if params is None else params)
+    X = np.asarray(X, dtype=float)
+    probe = Probe()
+
+    def kwargs():
+        extra = {"pipeline": pipeline or _mean_pipeline(X)} if decl.adaptive else {}
+        return dict(rng=np.random.default_rng(seed), structure=structure, **params, **extra)
+
+    out = _twice(probe, decl.fn, (X, budget), kwargs)
+    shape_check, budget_check, zero_check = CHECKS["adversaries"][:3]
+    if out.error:
+        probe.fail(shape_check, out.error)
+        return probe
+    if out.undefined:
+        probe.undefined = out.undefined
+        return probe
+    Y = np.asarray(out.value)
+    if Y.shape != X.shape or not np.issubdtype(Y.dtype, np.floating):
+        probe.fail(shape_check, f"returned {Y.dtype} of shape {Y.shape}, expected float of shape {X.shape}")
+        return probe
+    try:
+        check_corruption(Y, X, _entry("adversaries", decl, params), budget)
+    except ValueError as exc:
+        probe.fail(budget_check, f"at budget {budget:g}: {exc}")
+    changed = ~((X == Y) | (np.isnan(X) & np.isnan(Y)))
+    if decl.mode == "missing" and not np.isnan(Y[np.isnan(X)]).all():
+        probe.fail(budget_check, "a missing-mode adversary filled in an entry that was missing")
+    if decl.mode == "replace" and (np.isnan(Y) & ~np.isnan(X)).any():
+        probe.fail(budget_check, "a replace-mode adversary hid an entry (NaN); it may only replace values")
+    if decl.mode == "replace" and not np.isfinite(Y[changed]).all():
+        probe.fail(budget_check, "a replaced entry is not finite")
+    if budget == 0 and changed.any():
+        probe.fail(zero_check, f"changed {int(changed.sum())} entries at budget 0")
+    probe.value = Y
+    return probe
+
+
+def _mean_pipeline(X: np.ndarray) -> Callable:
+    truth = np.nanmean(X, axis=0)
+
+    def pipeline(Xc) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column: inf below
+            mu = np.nanmean(np.asarray(Xc, dtype=float), axis=0)
+        return float(np.linalg.norm(mu - truth)) if np.isfinite(mu).all() else math.inf
+
+    return pipeline
+
+
+def probe_recoverer(decl: Recoverer, Xc: np.ndarray, seed: int, structure=None, rank=None,
+                    mode: str = "missing", params: Optional[dict] = None) -> Probe:
+    """Run recoverer ``decl`` on the corrupted ``Xc`` and check its contract.
+
+    ``mode`` is the corruption's: in missing mode the visible entries must come
+    back unchanged.
+    """
+    params = dict(decl.params if params is None else params)
+    rank = params.pop("rank", rank)
+    Xc = np.asarray(Xc, dtype=float)
+    probe = Probe()
+    out = _twice(probe, decl.fn, (Xc,),
+                 lambda: dict(rng=np.random.default_rng(seed), structure=structure, rank=rank, **params))
+    shape_check, keep_check = CHECKS["recoverers"][:2]
+    if out.error:
+        probe.fail(shape_check, out.error)
+        return probe
+    if out.undefined:
+        probe.undefined = out.undefined
+        return probe
+    try:
+        Xr, _ = check_recovery(out.value, Xc)
+    except ValueError as exc:
+        probe.fail(shape_check, str(exc))
+        return probe
+    if mode == "missing":
+        visible = ~np.isnan(Xc)
+        scale = 1e-9 * (1.0 + np.abs(Xc[visible]))
+        moved = ~(np.abs(Xr[visible] - Xc[visible]) <= scale)
+        if moved.any():
+            probe.fail(keep_check, f"changed {int(moved.sum())} visible entries (NaN or another value)")
+    probe.value = Xr
+    return probe
+
+
+def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[dict] = None) -> Probe:
+    """Load data set ``decl`` and check what it returns; a `UserError` (absent file,
+    required parameter) leaves ``problems`` empty and says why in ``undefined``."""
+    params = dict(decl.params if params is None else params)
+    probe = Probe()
+    valid_check, same_check = CHECKS["datasets"][:2]
+    entry = _entry("datasets", decl, params)
+
+    def load(noise: int):
+        np.random.seed(noise)
+        random.seed(noise)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return decl.fn(instance=instance, rng=np.random.default_rng(seed), **params)
+
+    try:
+        loaded = load(1)
+    except UserError as exc:
+        probe.undefined = f"needs input to load: {exc}"
+        return probe
+    except (Undefined, NotApplicable) as exc:
+        probe.undefined = f"{type(exc).__name__}: {exc}"
+        return probe
+    except Exception as exc:
+        probe.fail(valid_check, _where(exc))
+        return probe
+    try:
+        data = check_data(loaded, entry)
+    except (TypeError, ValueError) as exc:
+        probe.fail(valid_check, str(exc))
+        return probe
+    try:
+        again = check_data(load(2), entry)
+    except Exception as exc:
+        probe.fail(same_check, f"the second load {_where(exc)}")
+    else:
+        for name in ("X", "mean", "cov", "structure"):
+            a, b = getattr(data, name), getattr(again, name)
+            if (a is None) != (b is None) or (a is not None and not _same(a, b)):
+                probe.fail(same_check, f"two loads with equally seeded rngs gave different {name}")
+                break
+    probe.value = data
+    return probe
+
+
+def probe_metric(decl: Metric, mu_hat: np.ndarray, data: Data, params: Optional[dict] = None) -> Probe:
+    """Evaluate metric ``decl`` at ``mu_hat`` and at the true mean; check its contract."""
+    params = dict(decl.params if params is None else params)
+    probe = Probe()
+    value_check, _, same_check = CHECKS["metrics"][:3]
+    values = []
+    for point in (np.asarray(mu_hat, dtype=float), np.array(data.mean, dtype=float)):
+        first = _call(decl.fn, (point, data), params, noise=1)
+        if first.modified:
+            probe.fail(UNMODIFIED, first.modified)
+        if first.error:
+            probe.fail(value_check, first.error)
+            return probe
+        if first.undefined:
+            probe.undefined = first.undefined
+            return probe
+        try:
+            value = float(first.value)
+        except (TypeError, ValueError):
+            probe.fail(value_check, f"returned {type(first.value).__name__} {first.value!r}, not a number")
+            return probe
+        second = _call(decl.fn, (point, data), params, noise=2)
+        if not second.error and not _same(first.value, second.value):
+            probe.fail(same_check, f"gave {first.value!r}, then {second.value!r}")
+        values.append(value)
+    at_mu, at_truth = values
+    if not math.isnan(at_truth) and abs(at_truth) > 1e-9 * (1.0 + float(np.linalg.norm(data.mean))):
+        probe.fail(value_check, f"{at_truth!r} at the true mean, expected 0")
+    if at_mu < 0 or math.isinf(at_mu):
+        probe.fail(value_check, f"{at_mu!r} away from the true mean")
+    probe.value = at_mu
+    return probe
+
+
+def params_problem(decl: Component) -> str:
+    """Why ``decl.params`` disagrees with the keyword defaults of ``decl.fn`` ('' if it agrees)."""
+    try:
+        sig = inspect.signature(decl.fn)
+    except (TypeError, ValueError):
+        return ""
+    wrong = []
+    for key, value in decl.params.items():
+        p = sig.parameters.get(key)
+        if p is None or p.default is inspect.Parameter.empty:
+            continue
+        if not _equal_default(value, p.default):
+            wrong.append(f"params[{key!r}] = {value!r} but the signature's default is {p.default!r}")
+    return "; ".join(wrong)
+
+
+def _equal_default(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_equal_default(x, y) for x, y in zip(a, b))
+    if type(a) is bool or type(b) is bool:
+        return a is b
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
+# ------------------------------------------------------------------ the generated cases
+
+def _low_rank(rng: np.random.Generator, N: int, n: int, r: int) -> tuple[np.ndarray, np.ndarray]:
+    A = rng.normal(size=(n, r))
+    return rng.normal(size=(N, r)) @ A.T + rng.normal(0, 3, size=n), A
+
+
+def estimator_cases(seed: int = 0) -> list[tuple[str, np.ndarray]]:
+    """Small samples: complete, scattered NaN, NaN rows, no complete row, an all-NaN column, N < n."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(loc=rng.normal(0, 5, size=5), size=(40, 5))
+    scattered = X.copy()
+    scattered[rng.random(X.shape) < 0.2] = np.nan
+    rows = X.copy()
+    rows[::4] = np.nan
+    no_complete = X.copy()
+    no_complete[np.arange(40), rng.integers(5, size=40)] = np.nan
+    column = X.copy()
+    column[:, 2] = np.nan
+    return [("complete 40x5", X), ("20% NaN 40x5", scattered), ("NaN rows 40x5", rows),
+            ("no complete row 40x5", no_complete), ("an all-NaN column 40x5", column),
+            ("complete 4x6", rng.normal(size=(4, 6))), ("complete 30x1", rng.normal(size=(30, 1)))]
+
+
+def adversary_cases(seed: int = 0) -> list[tuple[str, np.ndarray, Optional[np.ndarray]]]:
+    """Clean samples (as the runner gives them): low rank with A known, Gaussian, ties, n = 1."""
+    rng = np.random.default_rng(seed)
+    X, A = _low_rank(rng, 40, 6, 2)
+    ties = rng.integers(-2, 3, size=(30, 4)).astype(float)
+    return [("low rank 40x6, A known", X, A), ("Gaussian 40x6", rng.normal(size=(40, 6)), None),
+            ("ties 30x4", ties, None), ("30x1", rng.normal(size=(30, 1)), None)]
+
+
+def recoverer_cases(decl: Recoverer, seed: int = 0) -> list[tuple[str, np.ndarray, np.ndarray, int, str]]:
+    """Low-rank samples corrupted in each mode the recoverer handles: (label, Xc, A, r, mode)."""
+    rng = np.random.default_rng(seed)
+    X, A = _low_rank(rng, 40, 6, 2)
+    cases = []
+    if "missing" in decl.modes:
+        hidden = X.copy()
+        hidden[rng.random(X.shape) < 0.15] = np.nan
+        cases.append(("low rank 40x6, 15% hidden", hidden, A, 2, "missing"))
+    if "replace" in decl.modes:
+        replaced = X.copy()
+        rows = rng.choice(40, size=4, replace=False)
+        replaced[rows, rng.integers(6, size=4)] += 5.0
+        cases.append(("low rank 40x6, 4 entries replaced", replaced, A, 2, "replace"))
+    return cases
+
+
+# ------------------------------------------------------------------ checking components
+
+def check_component(kind: str, decl: Component, seed: int = 0) -> list[Result]:
+    """Every check of ``kind`` on component ``decl``, one `Result` each."""
+    failures: dict = {}  # check -> first reason
+    skipped: list = []
+
+    def collect(label: str, probe: Probe) -> None:
+        for check, reason in probe.problems.items():
+            failures.setdefault(check, f"{reason} [{label}]")
+        if probe.undefined:
+            skipped.append(f"{label}: {probe.undefined}")
+
+    ran = 0
+    if kind == "estimators":
+        for label, X in estimator_cases(seed):
+            collect(label, probe_estimator(decl, X, seed))
+            ran += 1
+    elif kind == "adversaries":
+        for label, X, A in adversary_cases(seed):
+            for budget in (0.0, *BUDGETS) if not decl.adaptive else (0.0, 0.1, 0.5):
+                collect(f"{label}, budget {budget:g}", probe_adversary(decl, X, budget, seed, structure=A))
+                ran += 1
+    elif kind == "recoverers":
+        for label, Xc, A, r, mode in recoverer_cases(decl, seed):
+            collect(label, probe_recoverer(decl, Xc, seed, structure=A if decl.needs_structure else None,
+                                           rank=r, mode=mode))
+            ran += 1
+    elif kind == "datasets":
+        collect("instance 0", probe_dataset(decl, seed))
+        ran += 1
+    elif kind == "metrics":
+        rng = np.random.default_rng(seed)
+        X, A = _low_rank(rng, 40, 6, 2)
+        mu = X.mean(axis=0)
+        for label, cov in (("covariance known", np.cov(X.T)), ("covariance unknown", None)):
+            data = Data(X=X, mean=mu, cov=cov, structure=A, rank=2)
+            collect(label, probe_metric(decl, mu + rng.normal(size=6), data))
+            ran += 1
+    results = []
+    for check in CHECKS[kind]:
+        if check == PARAMS:
+            problem = params_problem(decl)
+            results.append(Result(kind, decl.name, check, FAIL if problem else PASS, problem))
+        elif check in failures:
+            results.append(Result(kind, decl.name, check, FAIL, failures[check]))
+        elif len(skipped) == ran and ran:
+            results.append(Result(kind, decl.name, check, SKIP, skipped[0]))
+        else:
+            results.append(Result(kind, decl.name, check, PASS))
+    return results
+
+
+def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str] = ()
+           ) -> list[tuple[str, Component]]:
+    """The components to check: those ``plugins`` declared (all of them when no plugin is
+    given), narrowed to ``names`` (``NAME`` or ``KIND:NAME``, e.g. ``estimator:mean``).
+
+    Raises
+    ------
+    UserError
+        A name no selected component has (with the close matches).
+    """
+    labels = {_plugin_label(registry, p) for p in plugins}
+    pool = [(kind, decl) for kind in KINDS for name, decl in registry.kind(kind).items()
+            if not labels or registry.source(kind, name).plugin in labels]
+    if plugins and not pool:
+        raise UserError(f"plugin {', '.join(plugins)} declares no component")
+    if not names:
+        return pool
+    chosen = []
+    for want in names:
+        kind_part, _, name = want.rpartition(":")
+        kinds = [k for k in KINDS if kind_part in ("", k, SINGULAR[k])]
+        if kind_part and not kinds:
+            raise UserError(f"unknown kind {kind_part!r} in {want!r}; "
+                            f"{choices_hint(kind_part, SINGULAR.values())}")
+        hits = [(k, d) for k, d in pool if k in kinds and d.name == name]
+        if not hits:
+            where = f" in plugin {', '.join(plugins)}" if plugins else ""
+            raise UserError(f"no component {want!r}{where}; {choices_hint(name, sorted({d.name for _, d in pool}))}")
+        chosen += [h for h in hits if h not in chosen]
+    return chosen
+
+
+def _plugin_label(registry: Registry, spec: str) -> str:
+    """The source label ``spec`` was loaded under (a resolved path, a module, a built-in)."""
+    known = {s.plugin for s in registry.plugins}
+    spec = str(spec)
+    if spec in known:
+        return spec
+    if spec.startswith("cmbench.builtins."):
+        return "cmbench." + spec[len("cmbench.builtins."):]
+    if spec.endswith(".py") or "/" in spec:
+        from pathlib import Path
+
+        return str(Path(spec).resolve())
+    return spec
+
+
+def load_for_check(plugins: Sequence[str] = ()) -> Registry:
+    """Load the built-ins, entry points and the ``plugins`` not already loaded under their name."""
+    registry = load_plugins(())
+    known = {s.plugin for s in registry.plugins}
+    extra = [p for p in plugins if str(p) not in known and not str(p).startswith("cmbench.builtins.")]
+    return load_plugins(extra) if extra else registry
+
+
+def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int = 0,
+               on_result: Optional[Callable[[Result], None]] = None) -> list[Result]:
+    """Check the components of ``plugins`` (or ``names`` among them); return every result.
+
+    Parameters
+    ----------
+    plugins : plugin specs as for ``--plugin`` (paths, modules, or a loaded plugin's
+        name such as ``cmbench.estimators``); none means every loaded component.
+    names : component names (``NAME`` or ``KIND:NAME``) to narrow the selection.
+    seed : seed of the generated inputs and of the components' rngs.
+    on_result : called with each result as soon as it is known (for printing).
+
+    Raises
+    ------
+    UserError
+        A plugin that cannot be loaded, or a name that matches no component.
+    """
+    registry = load_for_check(plugins)
+    results = []
+    for kind, decl in select(registry, plugins, names):
+        for result in check_component(kind, decl, seed):
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    return results
+
+
+def assert_ok(probe: Probe, what: str = "") -> Probe:
+    """Raise AssertionError listing the probe's problems (for tests)."""
+    if probe.problems:
+        raise AssertionError(f"{what}: " + "; ".join(f"{k}: {v}" for k, v in probe.problems.items()))
+    return probe
+
+
+__all__ = ["CHECKS", "FAIL", "PASS", "SKIP", "Probe", "Result", "assert_ok", "check_component",
+           "params_problem", "probe_adversary", "probe_dataset", "probe_estimator", "probe_metric",
+           "probe_recoverer", "run_checks", "select"]
+

@@ -1,0 +1,192 @@
+"""`cmbench check`: a plugin's components through the contract, one line per check."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from cmbench.check import CHECKS, FAIL, PASS, run_checks
+from cmbench.cli import main
+
+#: one defect per estimator: the issue's four (wrong shape, mutation, global randomness, params)
+BROKEN_ESTIMATORS = textwrap.dedent('''
+    import numpy as np
+    import cmbench
+
+    def _visible_mean(X):
+        if np.isnan(X).all(axis=0).any():
+            raise cmbench.Undefined("a column has no visible entry")
+        return np.nanmean(X, axis=0)
+
+    def short_mean(X, *, rng):
+        return _visible_mean(X)[:-1]
+
+    def zero_filled_mean(X, *, rng):
+        mu = _visible_mean(X)
+        X[np.isnan(X)] = 0.0
+        return mu
+
+    def jittered_mean(X, *, rng):
+        return _visible_mean(X) + np.random.normal(scale=1e-3, size=X.shape[1])
+
+    def shrunk_mean(X, *, rng, weight=0.0):
+        return (1 - weight) * _visible_mean(X)
+
+    @cmbench.hookimpl
+    def register_estimators():
+        return [
+            cmbench.Estimator("short-mean", short_mean),
+            cmbench.Estimator("zero-filled-mean", zero_filled_mean),
+            cmbench.Estimator("jittered-mean", jittered_mean),
+            cmbench.Estimator("shrunk-mean", shrunk_mean, params={"weight": 0.1}),
+        ]
+''')
+
+#: one defect per component of the other kinds
+BROKEN_OTHERS = textwrap.dedent('''
+    import numpy as np
+    import cmbench
+
+    def hide_two_per_column(X, budget, *, rng, structure):
+        Y = np.array(X, dtype=float)
+        if budget > 0:
+            Y[:2] = np.nan            # two entries per column, whatever the budget buys
+        return Y
+
+    def smoothing(X, *, rng, structure, rank):
+        filled = np.where(np.isnan(X), np.nanmean(X, axis=0), X)
+        return filled * 0.99          # also moves the visible entries
+
+    def lopsided(*, instance, rng, n=4):
+        X = rng.normal(size=(30, n))
+        return cmbench.Data(X=X, mean=np.zeros(n + 1))   # mean of the wrong length
+
+    def offset_l2(mu_hat, data):
+        return float(np.linalg.norm(mu_hat - data.mean)) + 1.0   # 1 at the true mean
+
+    @cmbench.hookimpl
+    def register_adversaries():
+        return [cmbench.Adversary("hide-two-per-column", hide_two_per_column, level="value")]
+
+    @cmbench.hookimpl
+    def register_recoverers():
+        return [cmbench.Recoverer("smoothing", smoothing)]
+
+    @cmbench.hookimpl
+    def register_datasets():
+        return [cmbench.Dataset("lopsided", lopsided)]
+
+    @cmbench.hookimpl
+    def register_metrics():
+        return [cmbench.Metric("offset-l2", offset_l2)]
+''')
+
+GOOD = textwrap.dedent('''
+    import numpy as np
+    import cmbench
+
+    def winsorized_mean(X, *, rng, limit=0.05):
+        if np.isnan(X).all(axis=0).any():
+            raise cmbench.Undefined("a column has no visible entry")
+        lo, hi = np.nanquantile(X, [limit, 1 - limit], axis=0)
+        return np.nanmean(np.clip(X, lo, hi), axis=0)
+
+    @cmbench.hookimpl
+    def register_estimators():
+        return [cmbench.Estimator("winsorized-mean", winsorized_mean, ranges={"limit": (0.0, 0.5)})]
+''')
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    def write(text, name="plug.py"):
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+    return write
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def fails(output):
+    return [line for line in output.splitlines() if line.startswith("FAIL ")]
+
+
+def test_broken_estimators_one_fail_line_per_defect(plugin):
+    result = invoke("check", "--plugin", plugin(BROKEN_ESTIMATORS))
+    assert result.exit_code == 1, result.output
+    failed = fails(result.output)
+    assert len(failed) == 4, result.output
+    by_name = {line.split()[2].rstrip(":"): line for line in failed}
+    assert set(by_name) == {"short-mean", "zero-filled-mean", "jittered-mean", "shrunk-mean"}
+    assert "returned shape (4,), expected (5,)" in by_name["short-mean"]
+    assert "leaves its input unmodified" in by_name["zero-filled-mean"]
+    assert "wrote into its input" in by_name["zero-filled-mean"]
+    assert "same result for the same rng" in by_name["jittered-mean"]
+    assert "params['weight'] = 0.1 but the signature's default is 0.0" in by_name["shrunk-mean"]
+    lines = [line for line in result.output.splitlines() if line.startswith(("PASS ", "FAIL "))]
+    assert len(lines) == 4 * len(CHECKS["estimators"])  # every check of every estimator, and nothing else
+    assert "4 components, 16 checks: 12 passed, 4 failed" in result.output
+
+
+def test_broken_components_of_every_other_kind(plugin):
+    results = run_checks([str(plugin(BROKEN_OTHERS))])
+    failed = {(r.name, r.check): r.reason for r in results if r.status == FAIL}
+    adversary = CHECKS["adversaries"]
+    assert set(failed) == {
+        ("hide-two-per-column", adversary[1]),                   # budget
+        ("smoothing", CHECKS["recoverers"][1]),                   # visible entries
+        ("lopsided", CHECKS["datasets"][0]),                      # Data
+        ("offset-l2", CHECKS["metrics"][0]),                      # 0 at the truth
+    }, failed
+    assert "exceeded its budget" in failed[("hide-two-per-column", adversary[1])]
+    assert "changed" in failed[("smoothing", CHECKS["recoverers"][1])]
+    assert "true mean must be a finite (4,) vector" in failed[("lopsided", CHECKS["datasets"][0])]
+    assert "at the true mean, expected 0" in failed[("offset-l2", CHECKS["metrics"][0])]
+
+
+def test_a_correct_plugin_passes_and_exits_0(plugin):
+    result = invoke("check", "--plugin", plugin(GOOD))
+    assert result.exit_code == 0, result.output
+    assert not fails(result.output)
+    assert result.output.count("PASS estimator winsorized-mean:") == len(CHECKS["estimators"])
+
+
+def test_named_components_only(plugin):
+    result = invoke("check", "--plugin", plugin(BROKEN_ESTIMATORS), "shrunk-mean", "estimator:short-mean")
+    names = {line.split()[2].rstrip(":") for line in result.output.splitlines()
+             if line.startswith(("PASS", "FAIL"))}
+    assert names == {"shrunk-mean", "short-mean"}
+    assert result.exit_code == 1
+
+
+def test_builtins_by_plugin_name_and_by_component_name():
+    result = invoke("check", "--plugin", "cmbench.metrics")
+    assert result.exit_code == 0, result.output
+    assert "PASS metric l2:" in result.output and "PASS metric mahalanobis:" in result.output
+    assert "estimator" not in result.output
+    result = invoke("check", "mean", "exact")
+    assert result.exit_code == 0, result.output
+    assert {line.split()[1] for line in result.output.splitlines() if line.startswith("PASS")} == \
+        {"estimator", "recoverer"}
+
+
+def test_unknown_name_is_a_one_line_user_error(plugin):
+    result = subprocess.run([sys.executable, "-m", "cmbench.cli", "check", "--plugin",
+                             str(plugin(BROKEN_ESTIMATORS)), "shrunk-men"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.startswith("cmbench: error: no component 'shrunk-men'")
+    assert "did you mean 'shrunk-mean'?" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_broken_plugin_in_a_subprocess_exits_1(plugin):
+    result = subprocess.run([sys.executable, "-m", "cmbench.cli", "check", "--plugin",
+                             str(plugin(BROKEN_ESTIMATORS))], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert len(fails(result.stdout)) == 4
+    assert sum(line.startswith(PASS) for line in result.stdout.splitlines()) == 12
+    assert "Warning" not in result.stderr  # the components' own warnings do not clutter the lines
