@@ -47,15 +47,16 @@ class Component:
     description : one line, shown by ``cmbench plugins``.
     choices : allowed values of some parameters, e.g. ``{"rule": ("rank", "m_a")}``;
         a suite naming another value is refused when it loads.
-    ranges : inclusive bounds of numeric parameters, e.g.
-        ``{"proportion": (0.0, 0.5)}``; None leaves a side open.
+    ranges : bounds of numeric parameters, ``(low, high)`` inclusive or
+        ``(low, high, closure)`` with closure ``"[)"``, ``"(]"`` or ``"()"``,
+        e.g. ``{"proportion": (0.0, 0.5, "[)")}``; None leaves a side unbounded.
 
     Example
     -------
     ::
 
         def trimmed(X, *, rng, proportion=0.1): ...
-        cmbench.Estimator("trimmed", trimmed, ranges={"proportion": (0.0, 0.5)})
+        cmbench.Estimator("trimmed", trimmed, ranges={"proportion": (0.0, 0.5, "[)")})
         # params == {"proportion": 0.1}, from the signature
     """
 

@@ -196,8 +196,11 @@ def _validate_domains(item: Component, what: str) -> None:
         if not allowed:
             raise PluginError(f"{what}: choices[{key!r}] is empty")
     for key, bounds in item.ranges.items():
-        if len(bounds) != 2 or not all(b is None or _is_number(b) for b in bounds):
-            raise PluginError(f"{what}: ranges[{key!r}] must be (low, high), numbers or None, got {bounds!r}")
+        if (len(bounds) not in (2, 3) or not all(b is None or _is_number(b) for b in bounds[:2])
+                or (len(bounds) == 3 and bounds[2] not in _CLOSURES)):
+            raise PluginError(f"{what}: ranges[{key!r}] must be (low, high) or (low, high, closure), "
+                              f"low and high numbers or None, closure one of {', '.join(_CLOSURES)}; "
+                              f"got {bounds!r}")
     for key, value in item.params.items():
         problem = domain_problem(item, key, value)
         if problem:
@@ -220,14 +223,20 @@ def domain_problem(item: Component, key: str, value) -> str:
         return f"{value!r} is not one of {', '.join(map(repr, allowed))}"
     bounds = item.ranges.get(key)
     if bounds is not None:
-        low, high = bounds
+        low, high = bounds[:2]
+        closure = bounds[2] if len(bounds) == 3 else "[]"
         if not _is_number(value) or (isinstance(value, float) and math.isnan(value)):
             return f"{value!r} is not a number"
-        if (low is not None and value < low) or (high is not None and value > high):
+        below = low is not None and (value < low if closure[0] == "[" else value <= low)
+        above = high is not None and (value > high if closure[1] == "]" else value >= high)
+        if below or above:
             lo = "-inf" if low is None else repr(low)
             hi = "inf" if high is None else repr(high)
-            return f"{value!r} is outside [{lo}, {hi}]"
+            return f"{value!r} is outside {closure[0]}{lo}, {hi}{closure[1]}"
     return ""
+
+
+_CLOSURES = ("[]", "[)", "(]", "()")
 
 
 def check_signature(kind: str, item: Component, params: dict, what: str) -> None:

@@ -764,6 +764,7 @@ LEAF = cmbench.Dataset(
 BREAST_CANCER = cmbench.Dataset(
     "breast-cancer", load_breast_cancer,
     params={"include_class": True, "missing": "impute-mean", **_REAL_PARAMS},
+    choices={"missing": MISSING_POLICIES, "ddof": (0, 1)},
     description="UCI Breast Cancer Wisconsin (Original): 699 x 10, the 9 features and the class column "
                 "(kept, as Blood Transfusion keeps its target), '?' mean-imputed, standardized (rank hint 3)",
     shape=(699, 10), rank=3, folder="breast_cancer_wisconsin",
@@ -800,6 +801,7 @@ BLOOD_TRANSFUSION = cmbench.Dataset(
 WEARABLE_SENSOR = cmbench.Dataset(
     "wearable-sensor", load_wearable_sensor,
     params={"room": "S1", "exclude": ("d1p01M",), **_REAL_PARAMS},
+    choices={"room": tuple(_ROOMS), "ddof": (0, 1)},
     description="UCI batteryless wearable sensor, room S1 without d1p01M: 52,081 x 9, standardized (rank hint 4)",
     shape=(52081, 9), rank=4, folder="wearable_sensor",
     files=_files(lambda p: f"{UCI}/00427/Datasets_Healthy_Older_People.zip#{p}", _WEARABLE_SHA256),
@@ -822,6 +824,7 @@ WEARABLE_SENSOR = cmbench.Dataset(
 # --verify` compares the cells it holds with the shipped table instead.
 MICE_PROTEIN = cmbench.Dataset(
     "mice-protein", load_mice_protein, params={"missing": "impute-mean", **_REAL_PARAMS},
+    choices={"missing": MISSING_POLICIES, "ddof": (0, 1)},
     description="UCI Mice Protein Expression: 1080 x 77 proteins, source gaps mean-imputed, standardized (rank hint 10)",
     shape=(1080, 77), rank=10, folder="mice_protein",
     files=_files(lambda p: f"{UCI}/00342/{p}",
@@ -862,6 +865,7 @@ CSV = cmbench.Dataset(
     "csv", load_csv,
     params={"path": None, "columns": None, "exclude": (), "rank": None, "missing": "error",
             "standardize": True, "ddof": 0, "sep": ",", "na_values": ()},
+    choices={"missing": MISSING_POLICIES, "ddof": (0, 1)}, ranges={"rank": (1, None)},
     description="your own table: path = 'file.csv' (header row), optional columns/exclude/rank, standardized",
 )
 

@@ -112,7 +112,8 @@ def register_recoverers():
             modes=("missing",),
             description="peer: scikit-learn IterativeImputer (chained regressions)" + note),
         cmbench.Recoverer(
-            "knn-imputer", knn_imputer, params={"n_neighbors": 5, "weights": "uniform"},
+            "knn-imputer", knn_imputer, choices={"weights": ("uniform", "distance")},
+            ranges={"n_neighbors": (1, None)},
             modes=("missing",),
             description="peer: scikit-learn KNNImputer (mean of nearest rows)" + note),
     ]

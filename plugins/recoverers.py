@@ -597,7 +597,7 @@ def register_recoverers():
             "none", none, params={}, modes=("missing", "replace"),
             description="no recovery: the data as corrupted (one-step baselines)"),
         cmbench.Recoverer(
-            "exact", exact, params={"rule": "rank", "rcond": 1e-10, "unrecovered": "keep"},
+            "exact", exact, choices={"rule": ("rank", "m_a"), "unrecovered": ("keep", "drop")},
             modes=("missing",), needs_structure=True,
             description="Two-Step-E: least squares on the visible entries with the known A"),
         cmbench.Recoverer(

@@ -933,5 +933,8 @@ _DECLARED = tuple(
 def register_adversaries():
     """The six adaptive worst-case adversaries (levels A1-A3 x missing/replace)."""
     return [cmbench.Adversary(fn.__name__.replace("_", "-"), fn, params=dict(DEFAULTS),
+                              choices={"breaks": BREAKS},
+                              ranges={"evaluations": (0, None), "portfolio_share": (0.0, 1.0),
+                                      "reach": (0.0, None)},
                               description=desc, level=level, mode=mode, adaptive=True)
             for fn, level, mode, desc in _DECLARED]
