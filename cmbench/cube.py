@@ -12,7 +12,7 @@ import os
 import platform
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -23,7 +23,8 @@ from .output import follow_umask
 
 FORMAT = 1
 DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
-CELL_VARS = ("l2", "mahalanobis", "seconds", "evaluations")
+METRIC_VARS = ("l2", "mahalanobis")  # every cube holds these; an experiment's metrics add theirs
+CELL_VARS = (*METRIC_VARS, "seconds", "evaluations")
 RECOVERY_VARS = ("recovered_fraction", "recovery_rmse", "discarded_fraction")
 #: a recoverer's own diagnostics (its ``info`` dict), NaN where it reports none
 RECOVERY_INFO_VARS = ("converged", "iterations")
@@ -31,7 +32,8 @@ CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv")
 STATUSES = ("ok", "undefined", "not-applicable", "failed", "timeout")
 
 
-def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapping) -> xr.Dataset:
+def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapping,
+          metrics: Sequence[str] = METRIC_VARS) -> xr.Dataset:
     """Assemble a cube from unit results keyed by (dataset, instance, adversary, budget).
 
     Parameters
@@ -39,10 +41,13 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     coords : the six coordinate lists, in DIMS order.
     results : unit result dicts as `cmbench.runner.units.execute` returns them.
     attrs : provenance attributes; dicts and lists are stored as JSON.
+    metrics : labels of the experiment's metrics: one variable each, besides
+        ``l2`` and ``mahalanobis``, which every cube holds.
     """
+    cell_vars = (*dict.fromkeys((*METRIC_VARS, *metrics)), "seconds", "evaluations")
     shape = tuple(len(coords[d]) for d in DIMS)
     index = {d: {v: i for i, v in enumerate(coords[d])} for d in DIMS}
-    cell = {v: np.full(shape, np.nan) for v in CELL_VARS}
+    cell = {v: np.full(shape, np.nan) for v in cell_vars}
     status = np.full(shape, "missing", dtype=object)
     error = np.full(shape, "", dtype=object)
     rec = {v: np.full(shape[:5], np.nan) for v in RECOVERY_VARS + RECOVERY_INFO_VARS}
@@ -61,7 +66,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
             for e_label, c in result["cells"][r_label].items():
                 i = r + (index["estimator"][e_label],)
                 status[i], error[i] = c["status"], c.get("error", "")
-                for v in CELL_VARS:
+                for v in cell_vars:
                     cell[v][i] = c.get(v, np.nan)
     data_vars = {v: (DIMS, a) for v, a in cell.items()}
     data_vars.update({v: (DIMS[:5], a) for v, a in rec.items()})

@@ -20,7 +20,8 @@ import tomllib
 
 from .components import Component
 from .errors import PluginError, SuiteError
-from .plugins import SINGULAR, Registry, choices_hint, is_file_spec, load_plugins
+from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, domain_problem, is_file_spec,
+                      load_plugins)
 
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
               "theory_figures": list, "cache_size": (str, int)}
@@ -31,7 +32,8 @@ EXPERIMENT_KEYS = {
     "metrics": list, "methods": dict, "claim": list,
 }
 REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recoverers", "estimators")
-METRICS = ("l2", "mahalanobis")
+#: metrics every cube holds (reports read them), computed whether listed or not
+ALWAYS_METRICS = ("l2", "mahalanobis")
 COMPONENT_LISTS = {"datasets": "datasets", "adversaries": "adversaries",
                    "recoverers": "recoverers", "estimators": "estimators"}
 
@@ -79,9 +81,10 @@ class Experiment:
     budgets: tuple
     recoverers: tuple
     estimators: tuple
-    metrics: tuple
+    metrics: tuple  # labels of the metrics the suite lists (what the report plots)
     methods: dict  # label -> (recoverer label, estimator label)
     claims: tuple = ()  # normalized claim dicts (cmbench.claims.parse_claims)
+    metric_entries: tuple = ()  # every metric computed: the listed ones, then ALWAYS_METRICS
 
 
 @dataclass(frozen=True)
@@ -297,8 +300,8 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
     check_label(ctx.at("name"), table["name"], "experiment name")
     lists = {}
     for key, kind in COMPONENT_LISTS.items():
-        entries = [_entry(ctx.at(f"{key}[{i}]"), kind, item, registry)
-                   for i, item in enumerate(table[key])]
+        entries = [e for i, item in enumerate(table[key])
+                   for e in _entries(ctx.at(f"{key}[{i}]"), kind, item, registry)]
         if not entries:
             raise ctx.at(key).error("empty list: name at least one component")
         _no_duplicates(ctx.at(key), "label", [e.label for e in entries])
@@ -307,10 +310,13 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
         lists[key] = tuple(entries)
     budgets = _budgets(ctx.at("budgets"), table["budgets"], limits[0])
     instances = _instances(ctx.at("instances"), table.get("instances", 1), limits[0])
-    metrics = tuple(table.get("metrics", ["l2"]))
-    for i, m in enumerate(metrics):
-        if m not in METRICS:
-            raise ctx.at(f"metrics[{i}]").error(f"unknown metric {m!r}; {choices_hint(str(m), METRICS)}")
+    metric_entries = [e for i, item in enumerate(table.get("metrics", ["l2"]))
+                      for e in _entries(ctx.at(f"metrics[{i}]"), "metrics", item, registry)]
+    if not metric_entries:
+        raise ctx.at("metrics").error("empty list: name at least one metric")
+    _no_duplicates(ctx.at("metrics"), "label", [e.label for e in metric_entries])
+    metrics = tuple(e.label for e in metric_entries)
+    metric_entries += [_entry(ctx, "metrics", name, registry) for name in ALWAYS_METRICS if name not in metrics]
     methods = _methods(ctx.at("methods"), table.get("methods", {}), lists)
     claims = _claims(ctx, table.get("claim", []), methods, lists, metrics)
     if methods:
@@ -319,7 +325,7 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
         name=table["name"], description=table.get("description", ""),
         datasets=lists["datasets"], instances=instances, adversaries=lists["adversaries"],
         budgets=budgets, recoverers=lists["recoverers"], estimators=lists["estimators"],
-        metrics=metrics, methods=methods, claims=claims,
+        metrics=metrics, methods=methods, claims=claims, metric_entries=tuple(metric_entries),
     )
 
 
@@ -334,6 +340,58 @@ def _claims(ctx: _Ctx, tables: list, methods: dict, lists: dict, metrics: tuple)
         datasets=[d.label for d in lists["datasets"]], metrics=list(metrics),
         adversaries=[a.label for a in lists["adversaries"]],
         threshold_keys=list(theory.THRESHOLD_LABELS))
+
+
+
+def _entries(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> list[Entry]:
+    """One suite list item as entries: several when a parameter is given a list of values (a grid).
+
+    ``{name = "trimmed-mean", proportion = [0.05, 0.1]}`` gives the entries
+    ``trimmed-mean.proportion_0.05`` and ``trimmed-mean.proportion_0.1`` (labels
+    are plain file names); two list-valued parameters give their cross product
+    (``filter.eps_0.1.C_2``, ...). A list is a grid for a
+    parameter whose default is a single value (or None with declared choices
+    or range, or a recoverer's ``rank``); for a parameter whose default is
+    itself a list (``exclude = ["a", "b"]``) it is one value.
+    """
+    if not isinstance(item, dict):
+        return [_entry(ctx, kind, item, registry)]
+    decl = registry.kind(kind).get(item.get("name")) if isinstance(item.get("name"), str) else None
+    if decl is None:
+        return [_entry(ctx, kind, item, registry)]  # its error names the component
+    axes = [(key, value) for key, value in item.items()
+            if key not in ("name", "label") and isinstance(value, list) and _is_grid(kind, decl, key)]
+    if not axes:
+        return [_entry(ctx, kind, item, registry)]
+    for key, values in axes:
+        if not values:
+            raise ctx.at(key).error("an empty list of values; give at least one")
+    import itertools
+
+    base = item.get("label", item["name"])
+    entries = []
+    for combo in itertools.product(*(values for _, values in axes)):
+        point = dict(zip((key for key, _ in axes), combo))
+        label = base + "".join(f".{k}_{_show(v)}" for k, v in point.items())
+        entries.append(_entry(ctx, kind, {**item, **point, "label": label}, registry))
+    return entries
+
+
+def _is_grid(kind: str, decl: Component, key: str) -> bool:
+    if kind == "recoverers" and key == "rank" and key not in decl.params:
+        return True
+    if key not in decl.params:
+        return True  # the entry's own check names the unknown parameter
+    default = decl.params[key]
+    if default is None:
+        return key in decl.choices or key in decl.ranges
+    return isinstance(default, (bool, int, float, str))
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
@@ -364,6 +422,13 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
                                     f"its parameters: {valid}{_close(key, decl.params)}")
     for key, value in overrides.items():
         _check_param_type(ctx.at(key), decl.params.get(key), value)
+        problem = domain_problem(decl, key, value)
+        if problem:
+            allowed = [str(v) for v in decl.choices.get(key, ())]
+            hint = _close(str(value), allowed) if isinstance(value, str) else ""
+            raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r}: {problem}{hint}")
+    if kind == "metrics" and label in RESERVED_METRIC_NAMES:
+        raise ctx.error(f"{label!r} is a cube variable already; give the metric another label")
     if kind == "datasets" and isinstance(overrides.get("path"), str):
         p = Path(overrides["path"])
         overrides["path"] = str(p if p.is_absolute() else (ctx.path.parent / p).resolve())

@@ -292,6 +292,8 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
         "components": {kind: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
                               for e in getattr(exp, kind)}
                        for kind in ("datasets", "adversaries", "recoverers", "estimators")},
+        "metric_components": {m.label: {"name": m.name, "params": m.params, "plugin": m.source}
+                              for m in exp.metric_entries},
         "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,
                                        "adaptive": a.decl.adaptive} for a in exp.adversaries},
         "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout, store) for d in exp.datasets},
@@ -300,7 +302,7 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
         "suite_text": suite_text(suite),
         "recovered_tolerance": RECOVERED_TOLERANCE,
     }
-    return cubes.build(coords, results, attrs)
+    return cubes.build(coords, results, attrs, metrics=[m.label for m in exp.metric_entries])
 
 
 def suite_text(suite: Suite) -> str:

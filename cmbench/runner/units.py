@@ -449,12 +449,30 @@ def recovery_fractions(X: np.ndarray, Xc: np.ndarray, Xr: np.ndarray, mode: str,
             "recovery_rmse": rmse, "discarded_fraction": discarded}
 
 
-def errors(mu: np.ndarray, data: Data) -> dict:
-    from ..theory import mahalanobis
+class MetricFailed(Exception):
+    """A metric plugin raised or returned something that is not a number."""
 
-    l2 = float(np.linalg.norm(mu - data.mean))
-    maha = float(mahalanobis(mu, data.mean, data.cov)) if data.cov is not None else float("nan")
-    return {"l2": l2, "mahalanobis": maha}
+
+def errors(mu: np.ndarray, data: Data, metrics=()) -> dict:
+    """The value of every metric entry at the estimate ``mu``: label -> float.
+
+    ``cmbench.Undefined`` from a metric gives NaN; any other exception, or a
+    value that is not a real number, raises `MetricFailed` naming the metric.
+    """
+    out = {}
+    for entry in metrics:
+        try:
+            value = entry.decl.fn(readonly(mu), data, **entry.params)
+        except Undefined:
+            value = float("nan")
+        except Exception as exc:
+            raise MetricFailed(f"metric {entry.label!r} ({entry.source}): {_where(exc, entry.decl.fn)}") from None
+        try:
+            out[entry.label] = float(value)
+        except (TypeError, ValueError):
+            raise MetricFailed(f"metric {entry.label!r} ({entry.source}): returned {type(value).__name__} "
+                               f"{value!r}, not a number") from None
+    return out
 
 
 def corruption_distances(X: np.ndarray, Xc: np.ndarray) -> dict:
@@ -602,7 +620,10 @@ def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery:
     res = blame(guarded(check_estimate, untouched(res, Xr), data.X.shape[1]), est, "estimator")
     cell = {"status": res.status, "error": res.error, "seconds": recovery["seconds"] + res.seconds}
     if res.status == OK:
-        cell.update(errors(res.value, data))
+        try:
+            cell.update(errors(res.value, data, experiment_for(job)[1].metric_entries))
+        except MetricFailed as exc:
+            cell.update(status=FAILED, error=str(exc))
     return cell
 
 
