@@ -69,7 +69,7 @@ def check(plugins, names, seed) -> None:
     results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()))
     counts = collections.Counter(r.status for r in results)
     components = len({(r.kind, r.name) for r in results})
-    click.echo(f"{components} components, {len(results)} checks: {counts[PASS]} passed, "
+    click.echo(f"{components} component{'s' if components != 1 else ''}, {len(results)} checks: {counts[PASS]} passed, "
                f"{counts[FAIL]} failed" + (f", {counts[SKIP]} skipped" if counts[SKIP] else ""))
     if counts[FAIL]:
         sys.exit(1)

@@ -190,3 +190,16 @@ def test_broken_plugin_in_a_subprocess_exits_1(plugin):
     assert len(fails(result.stdout)) == 4
     assert sum(line.startswith(PASS) for line in result.stdout.splitlines()) == 12
     assert "Warning" not in result.stderr  # the components' own warnings do not clutter the lines
+
+
+def test_the_readme_example_plugin_passes(tmp_path):
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Writing a plugin"):]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "winsorized.py"
+    path.write_text(code)
+    result = invoke("check", "--plugin", path)
+    assert result.exit_code == 0, result.output
+    assert "1 component, 4 checks: 4 passed, 0 failed" in result.output
