@@ -52,7 +52,8 @@ def unit_keys(seed: int, exp, job: Job) -> UnitKeys:
     ds, adv = _entry(exp.datasets, job.dataset), _entry(exp.adversaries, job.adversary)
     kc = _h(f"corruption/{FORMAT}", str(seed), _spec(ds), canonical(job.instance), _spec(adv),
             canonical(job.budget))
-    metrics = canonical(sorted(exp.metrics))
+    # what the metrics are (name, params, plugin), not only their labels: editing one recomputes
+    metrics = canonical(sorted(canonical(m.spec()) for m in exp.metric_entries))
     recovery = {r.label: _h("recovery", kc, _spec(r)) for r in exp.recoverers}
     adaptive = bool(adv.decl.adaptive)
     cell, pair = {}, {}
