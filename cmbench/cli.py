@@ -90,19 +90,42 @@ def check(plugins, names, seed) -> None:
               help="Cap of the stage cache, e.g. 500MB or 4GB (default: the suite's cache_size, else 2GB).")
 @click.option("--report/--no-report", default=True, show_default=True, help="Write the suite's PDF.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
-def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, report, progress) -> None:
+@click.option("--experiment", "experiments", multiple=True, metavar="NAME",
+              help="Run only this experiment (repeatable).")
+@click.option("-k", "select", multiple=True, metavar="PATTERN",
+              help="Run only the cells whose dataset/adversary/recoverer/estimator labels match "
+                   "(a substring, or a glob on the name or on one label; repeatable).")
+@click.option("--dry-run", is_flag=True, help="Print the plan (cells, how many are cached, largest data sets); "
+                                               "write nothing.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failed cell and print its full traceback.")
+@click.option("--pdb", "post_mortem", is_flag=True,
+              help="Open the debugger where a plugin raises (in this process: not with --workers/--scheduler).")
+def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, report, progress,
+          experiments, select, dry_run, fail_fast, post_mortem) -> None:
     """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
     from .cube import failures
-    from .runner import Interrupted, Progress, run_suite
+    from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
+    if dry_run:
+        _print_plan(suite, out, plugins, experiments, select, timeout)
+        return
     stats = Progress()
     try:
         cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
                           timeout=timeout, resume=resume, progress=progress, report=report, stats=stats,
-                          cache_size=cache_size)
+                          cache_size=cache_size, experiments=experiments, select=select,
+                          fail_fast=fail_fast, post_mortem=post_mortem)
     except Interrupted as exc:
         click.echo(f"cmbench: {exc}", err=True)
         sys.exit(130)
+    except StoppedAtFailure as exc:
+        where = ", ".join(f"{k} {v!r}" for k, v in exc.cell.items())
+        click.echo(f"cmbench: --fail-fast: stopped at the first {exc.status} cell ({where}); "
+                   "the stages finished so far are cached", err=True)
+        click.echo(f"{exc.error}", err=True)
+        if exc.traceback:
+            click.echo(exc.traceback.rstrip(), err=True)
+        sys.exit(1)
     for old, n in sorted((stats.other_versions or {}).items()):
         click.echo(f"cmbench: note: {n} cached units written by cmbench {old} were recomputed "
                    f"by cmbench {__version__}", err=True)
@@ -121,12 +144,14 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
 
     for line in summary_lines(cubes, plugins=plugins):
         click.echo(line)
+    sliced = bool(experiments or select)
     click.echo(f"{sum(counts.values())} cells ({stats.total} units, {stats.cached} cached): "
                + ", ".join(f"{counts[s]} {s}" for s in ("ok", "undefined", "not-applicable", "failed", "timeout")
                            if counts[s]))
-    click.echo(f"cubes: {Path(out) / suite_name}/")
+    click.echo(f"cubes: {Path(out) / suite_name / ('slice' if sliced else '')}".rstrip("/") + "/")
     if report:
-        click.echo(f"report: {Path(out) / (suite_name + '.pdf')}, {Path(out) / (suite_name + '.html')}")
+        name = suite_name + ("-slice" if sliced else "")
+        click.echo(f"report: {Path(out) / (name + '.pdf')}, {Path(out) / (name + '.html')}")
     _print_claims(cubes)
     if failed:
         click.echo(f"{len(failed)} cells failed or timed out:", err=True)
@@ -351,6 +376,24 @@ def cache_clear(suite, out) -> None:
         click.echo(f"{store.root.name}: {n} cache files deleted from {store.cache}")
     if not stores:
         click.echo(f"no stage cache under {out}" + (f" for suite {suite}" if suite else ""))
+
+
+def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:
+    from .runner.dryrun import dry_run
+
+    plan = dry_run(suite, out=out, plugins=plugins, experiments=experiments, select=select, timeout=timeout)
+    what = " (a slice)" if plan.sliced else ""
+    click.echo(f"dry run of suite {plan.suite!r}{what}: nothing is computed or written")
+    _table(("experiment", "cells", "cached", "units", "cached", "grid"),
+           [(e.name, e.cells, e.cached_cells, e.units, e.cached_units,
+             " x ".join(f"{n} {k}" for k, n in e.sizes.items())) for e in plan.experiments])
+    total, cached = sum(e.cells for e in plan.experiments), sum(e.cached_cells for e in plan.experiments)
+    click.echo(f"{total} cells, {cached} cached, {total - cached} to compute")
+    click.echo("largest data sets:")
+    for label, shape, where in plan.datasets[:5]:
+        size = f"{shape[0]} x {shape[1]} ({shape[0] * shape[1] * 8 / 1e6:.1f} MB)" if shape else "?"
+        click.echo(f"  {label}: {size}, {where}")
+    click.echo(f"would write: cubes in {plan.cubes}, report {plan.report}")
 
 
 def _table(header, rows) -> None:

@@ -50,6 +50,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     cell = {v: np.full(shape, np.nan) for v in cell_vars}
     status = np.full(shape, "missing", dtype=object)
     error = np.full(shape, "", dtype=object)
+    tb = np.full(shape, "", dtype=object)  # the full traceback of a failed cell
     rec = {v: np.full(shape[:5], np.nan) for v in RECOVERY_VARS + RECOVERY_INFO_VARS}
     cor = {v: np.full(shape[:4], np.nan) for v in CORRUPTION_VARS}
     for key, result in results.items():
@@ -65,7 +66,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
                 rec[v][r] = float(info.get(v, np.nan))
             for e_label, c in result["cells"][r_label].items():
                 i = r + (index["estimator"][e_label],)
-                status[i], error[i] = c["status"], c.get("error", "")
+                status[i], error[i], tb[i] = c["status"], c.get("error", ""), c.get("traceback", "")
                 for v in cell_vars:
                     cell[v][i] = c.get(v, np.nan)
     data_vars = {v: (DIMS, a) for v, a in cell.items()}
@@ -73,6 +74,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     data_vars.update({v: (DIMS[:4], a) for v, a in cor.items()})
     data_vars["status"] = (DIMS, status.astype(str))
     data_vars["error"] = (DIMS, error.astype(str))
+    data_vars["traceback"] = (DIMS, tb.astype(str))
     ds = xr.Dataset(data_vars, coords={d: list(coords[d]) for d in DIMS})
     ds.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list, tuple)) else v for k, v in attrs.items()})
     ds.attrs.update(cube_format=FORMAT, cmbench_version=__version__,

@@ -17,6 +17,7 @@ from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
 from .stages import info_key, lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
+from . import units
 from .units import OK, RECOVERED_TOLERANCE, Job, call, execute, failed_cells, load_data
 
 if TYPE_CHECKING:  # xarray, tqdm and the cube module load only where they are used: a worker needs none
@@ -25,6 +26,18 @@ if TYPE_CHECKING:  # xarray, tqdm and the cube module load only where they are u
 
 class Interrupted(Exception):
     """Ctrl-C during a sweep; finished units are kept."""
+
+
+class StoppedAtFailure(Exception):
+    """``fail_fast``: the sweep stopped at its first failed cell; finished stages are kept.
+
+    ``cell`` names the cell (experiment and the six coordinates); ``error`` and
+    ``traceback`` are what the cube would have recorded.
+    """
+
+    def __init__(self, cell: dict, status: str, error: str, traceback: str) -> None:
+        super().__init__(f"stopped at the first failed cell: {error}")
+        self.cell, self.status, self.error, self.traceback = cell, status, error, traceback
 
 
 @dataclass
@@ -107,14 +120,15 @@ def uses_foreign_plugins(suite: Suite) -> bool:
     """
     return any(_is_foreign(suite, kind, e)
                for exp in suite.experiments
-               for kind in ("datasets", "adversaries", "recoverers", "estimators")
-               for e in getattr(exp, kind))
+               for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
+               for e in getattr(exp, "metric_entries" if kind == "metrics" else kind))
 
 
 def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional[str] = None,
               plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
               progress: Optional[bool] = None, report: bool = True, stats: Optional[Progress] = None,
-              cache_size=None) -> "dict[str, xr.Dataset]":
+              cache_size=None, experiments: Sequence[str] = (), select: Sequence[str] = (),
+              fail_fast: bool = False, post_mortem: bool = False) -> "dict[str, xr.Dataset]":
     """Run a suite; return its cubes by experiment name.
 
     Cubes are written to ``<out>/<suite>/<experiment>.nc`` and, with ``report``,
@@ -123,8 +137,22 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     determines it and reused by the next run unless ``resume`` is False;
     ``cache_size`` (bytes or a size such as ``"500MB"``; default the suite's
     ``cache_size``, else 2 GB) caps that folder.
+
+    ``experiments`` and ``select`` (``-k`` patterns, see `cmbench.selection`)
+    run a slice: it shares the cache, and its cubes go to
+    ``<out>/<suite>/slice/`` and its report to ``<out>/<suite>-slice.pdf``, so
+    that the whole suite's cubes are never replaced by part of them.
+    ``fail_fast`` stops at the first failed cell (`StoppedAtFailure`, no cube
+    written); ``post_mortem`` (in-process only) opens the debugger where a
+    plugin raised.
     """
-    suite = load_suite(name_or_path, plugins)
+    from .. import selection
+
+    full = load_suite(name_or_path, plugins)
+    suite = selection.slice_suite(full, experiments, select)
+    sliced = selection.is_slice(full, suite)
+    if post_mortem and (workers > 1 or scheduler):
+        raise UserError("--pdb debugs in this process: it cannot be combined with --workers or --scheduler")
     if workers < 1:
         raise UserError(f"--workers must be at least 1, got {workers}")
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
@@ -140,13 +168,18 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     try:
         if not resume:
             store.clear()
-        results = _sweep(suite, store, workers, scheduler, timeout, progress, stats)
-        written, digests = _write_cubes(suite, results, timeout, store, root)
+        units.POST_MORTEM = post_mortem
+        try:
+            results = _sweep(suite, store, workers, scheduler, timeout, progress, stats, fail_fast)
+        finally:
+            units.POST_MORTEM = False
+        folder = root / "slice" if sliced else root
+        written, digests = _write_cubes(suite, results, timeout, store, root, folder)
         store.evict()
         stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
         stats.evicted = store.evicted
         if report:
-            _write_report(suite, store, root, Path(out), digests)
+            _write_report(suite, store, folder, Path(out), digests, "-slice" if sliced else "")
     finally:
         store.unlock()
     return written
@@ -163,8 +196,10 @@ def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
     return packed
 
 
-def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path) -> tuple[dict, list]:
-    """Assemble and save each cube, unless the file on disk already holds that very cube."""
+def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path,
+                 folder: Optional[Path] = None) -> tuple[dict, list]:
+    """Assemble and save each cube (in ``folder``, default ``root``), unless the file on disk
+    already holds that very cube."""
     from .. import cube as cubes
     from .outputs import Stamps, content_digest
 
@@ -172,7 +207,7 @@ def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path)
     written, digests = {}, []
     for exp in suite.experiments:
         ds = assemble(suite, exp, results[exp.name], timeout, store)
-        path = inside(root, root / f"{exp.name}.nc")
+        path = inside(root, (folder or root) / f"{exp.name}.nc")
         digest = content_digest(ds)
         stamp = stamps.current(path, digest)
         if stamp is None:
@@ -187,21 +222,22 @@ def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path)
     return written, digests
 
 
-def _write_report(suite: Suite, store: Store, root: Path, out: Path, digests: list) -> None:
-    """Draw the suite's PDF and HTML reports, unless those on disk were drawn from these cubes by this code."""
+def _write_report(suite: Suite, store: Store, root: Path, out: Path, digests: list, suffix: str = "") -> None:
+    """Draw the suite's PDF and HTML reports from the cubes in ``root``, unless those on disk were
+    drawn from these cubes by this code; ``suffix`` names a slice's reports."""
     from .outputs import Stamps, code_digest, digest_of
 
     digest = digest_of(*digests, code_digest(Path(__file__).resolve().parent.parent / "report"))
     stamps = Stamps(store.cache)
     cubes = [root / f"{e.name}.nc" for e in suite.experiments]
-    pdf = inside(out, out / f"{suite.name}.pdf")
+    pdf = inside(out, out / f"{suite.name}{suffix}.pdf")
     if stamps.current(pdf, digest) is None:
         from ..report import write_report
 
         write_report(cubes, pdf)
         stamps.record(pdf, digest)
         stamps.save()
-    html = inside(out, out / f"{suite.name}.html")
+    html = inside(out, out / f"{suite.name}{suffix}.html")
     if stamps.current(html, digest) is None:
         from ..report.html import write_html
 
@@ -225,7 +261,7 @@ def _cache_cap(suite: Suite, cache_size) -> int:
         raise UserError(f"{suite.path}: key 'cache_size': {exc}") from None
 
 
-def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress) -> dict:
+def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool = False) -> dict:
     """Take every stage the cache holds, compute the rest, store what finished as it arrives."""
     packed = pack(suite, scheduler)
     planned = plan(suite, timeout, packed.digest)
@@ -249,8 +285,10 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
                disable=(not sys.stderr.isatty()) if progress is None else not progress)
     bar.set_postfix(cached=stats.cached, failed=0)
     try:
-        for job, out in run_jobs(todo, execute, workers, scheduler,
-                                 isolate=uses_foreign_plugins(suite), bundle=packed):
+        # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
+        running = run_jobs(todo, execute, workers, scheduler,
+                           isolate=uses_foreign_plugins(suite) and not units.POST_MORTEM, bundle=packed)
+        for job, out in running:
             exp, keys = pending[(job.experiment, job.coords)]
             fresh, cacheable, matrices = records_of(out, keys)
             # Failed or timed-out records are not stored: the next run computes them again,
@@ -261,6 +299,10 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
             stats.computed += 1
             if failed_cells(result):
                 stats.failed += 1
+                if fail_fast:
+                    bar.close()
+                    running.close()  # cancels the units still queued or in flight
+                    raise _first_failure(exp, job, result)
             bar.update(1)
             bar.set_postfix(cached=stats.cached, failed=stats.failed)
     except KeyboardInterrupt:
@@ -270,6 +312,18 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress)
                           f"{store.cache}; run the same command again to resume") from None
     bar.close()
     return results
+
+
+def _first_failure(exp: Experiment, job, result: dict) -> StoppedAtFailure:
+    from .units import FAILURES
+
+    for r_label, cells in result["cells"].items():
+        for e_label, cell in cells.items():
+            if cell["status"] in FAILURES:
+                where = dict(experiment=exp.name, dataset=job.dataset, instance=job.instance,
+                             adversary=job.adversary, budget=job.budget, recoverer=r_label, estimator=e_label)
+                return StoppedAtFailure(where, cell["status"], cell.get("error", ""), cell.get("traceback", ""))
+    raise AssertionError("a failed unit without a failed cell")
 
 
 def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[float] = None,

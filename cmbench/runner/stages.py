@@ -171,7 +171,7 @@ def unit_result(exp, keys: UnitKeys, body: dict) -> dict:
     C = body["corruption"]
     result = {"corruption": _public(C) if C is not None else {}, "recovery": {}, "cells": {}}
     if C is not None and C["status"] != OK:
-        return _fail_all(result, exp, C["status"], C.get("error", ""))
+        return _fail_all(result, exp, C["status"], C.get("error", ""), C.get("traceback", ""))
     for rec in exp.recoverers:
         R = body["recoveries"].get(keys.recovery[rec.label])
         if R is None:
@@ -180,7 +180,8 @@ def unit_result(exp, keys: UnitKeys, body: dict) -> dict:
         cells = {}
         for est in exp.estimators:
             if R["status"] != OK:
-                cells[est.label] = {"status": R["status"], "error": R.get("error", "")}
+                cells[est.label] = {k: v for k, v in R.items() if k in ("status", "error", "traceback")}
+                cells[est.label].setdefault("error", "")
             else:
                 cells[est.label] = body["cells"].get(keys.cell[(rec.label, est.label)]) or _lost(FAILED)["cell"]
         result["cells"][rec.label] = cells

@@ -22,6 +22,7 @@ import math
 import signal
 import threading
 import time
+import sys
 import traceback
 import weakref
 from dataclasses import dataclass
@@ -95,6 +96,25 @@ class Outcome:
     error: str = ""
     value: Any = None
     seconds: float = float("nan")
+    traceback: str = ""  # the full Python traceback of a plugin's exception
+
+
+#: open the debugger where a plugin raised (``cmbench suite --pdb``; in-process runs only)
+POST_MORTEM = False
+
+
+def _post_mortem(exc: BaseException) -> None:
+    import pdb
+
+    print(f"\ncmbench --pdb: {type(exc).__name__}: {exc}", file=sys.stderr)
+    pdb.post_mortem(exc.__traceback__)
+
+
+def with_traceback(record: dict, outcome: Outcome) -> dict:
+    """``record`` with the outcome's traceback, when it has one (the cube keeps it)."""
+    if outcome.traceback:
+        record["traceback"] = outcome.traceback
+    return record
 
 
 # ---------------------------------------------------------------- per-process memo
@@ -267,7 +287,10 @@ def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
         return Outcome(FAILED, f"SystemExit({exc.code!r}): the plugin called sys.exit",
                        seconds=time.perf_counter() - start)
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
-        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start)
+        if POST_MORTEM:
+            _post_mortem(exc)
+        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start,
+                       traceback=traceback.format_exc())
     except KeyboardInterrupt as exc:
         if _SIGINT_SEEN[0]:
             raise  # Ctrl-C: the sweep stops, finished units are kept
@@ -452,6 +475,10 @@ def recovery_fractions(X: np.ndarray, Xc: np.ndarray, Xr: np.ndarray, mode: str,
 class MetricFailed(Exception):
     """A metric plugin raised or returned something that is not a number."""
 
+    def __init__(self, message: str, traceback: str = "") -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
 
 def errors(mu: np.ndarray, data: Data, metrics=()) -> dict:
     """The value of every metric entry at the estimate ``mu``: label -> float.
@@ -466,7 +493,10 @@ def errors(mu: np.ndarray, data: Data, metrics=()) -> dict:
         except Undefined:
             value = float("nan")
         except Exception as exc:
-            raise MetricFailed(f"metric {entry.label!r} ({entry.source}): {_where(exc, entry.decl.fn)}") from None
+            if POST_MORTEM:
+                _post_mortem(exc)
+            raise MetricFailed(f"metric {entry.label!r} ({entry.source}): {_where(exc, entry.decl.fn)}",
+                               traceback.format_exc()) from None
         try:
             out[entry.label] = float(value)
         except (TypeError, ValueError):
@@ -523,7 +553,7 @@ def _execute(job: Job) -> dict:
     result = {"corruption": None, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
     loaded = blame(call(load_data, job.timeout, job), _entry(exp.datasets, job.dataset), "data set")
     if loaded.status != OK:
-        result["corruption"] = {"status": loaded.status, "error": loaded.error}
+        result["corruption"] = with_traceback({"status": loaded.status, "error": loaded.error}, loaded)
         return result
     data = loaded.value
     if adv.decl.adaptive:
@@ -536,7 +566,8 @@ def _execute(job: Job) -> dict:
             Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
     if Xc is None and (work.corruption or work.recover):
         corrupted = _corrupt(job, suite.seed, adv, data, (), {})
-        record = {"status": corrupted.status, "error": corrupted.error, "seconds": corrupted.seconds}
+        record = with_traceback({"status": corrupted.status, "error": corrupted.error,
+                                 "seconds": corrupted.seconds}, corrupted)
         result["corruption"] = record
         if corrupted.status != OK:
             return result
@@ -601,7 +632,7 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         out = call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure, rank=rank, **params)
         out = guarded(check_recovery, untouched(out, Xc, data.structure), Xc)
     blame(out, rec, "recoverer")
-    recovery = {"status": out.status, "error": out.error, "seconds": out.seconds}
+    recovery = with_traceback({"status": out.status, "error": out.error, "seconds": out.seconds}, out)
     if out.status != OK:
         return recovery, None
     Xr, info = out.value
@@ -613,17 +644,18 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
 def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery: dict,
               Xr: Optional[np.ndarray]) -> dict:
     if Xr is None:  # the recovery did not succeed: its status is the cell's
-        return {"status": recovery["status"], "error": recovery["error"]}
+        return {k: v for k, v in recovery.items() if k in ("status", "error", "traceback")}
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
     _known_digest(Xr)
     res = call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params)
     res = blame(guarded(check_estimate, untouched(res, Xr), data.X.shape[1]), est, "estimator")
-    cell = {"status": res.status, "error": res.error, "seconds": recovery["seconds"] + res.seconds}
+    cell = with_traceback({"status": res.status, "error": res.error,
+                           "seconds": recovery["seconds"] + res.seconds}, res)
     if res.status == OK:
         try:
             cell.update(errors(res.value, data, experiment_for(job)[1].metric_entries))
         except MetricFailed as exc:
-            cell.update(status=FAILED, error=str(exc))
+            cell.update(status=FAILED, error=str(exc), traceback=exc.traceback)
     return cell
 
 
@@ -670,11 +702,12 @@ def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Da
         else:
             pipeline = Pipeline(job, seed, adv, rec, est, data)
             corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label), {"pipeline": pipeline})
-            record = {"status": corrupted.status, "error": corrupted.error, "seconds": corrupted.seconds}
+            record = with_traceback({"status": corrupted.status, "error": corrupted.error,
+                                     "seconds": corrupted.seconds}, corrupted)
             if corrupted.status != OK:
                 pair = {"corruption": record, "recovery": None,
-                        "cell": {"status": corrupted.status, "error": corrupted.error,
-                                 "evaluations": pipeline.calls}}
+                        "cell": with_traceback({"status": corrupted.status, "error": corrupted.error,
+                                                "evaluations": pipeline.calls}, corrupted)}
             else:
                 record.update(corruption_distances(data.X, corrupted.value))
                 recovery, Xr = _recover(job, seed, adv, rec, data, corrupted.value)
@@ -722,11 +755,12 @@ def adaptive_result(exp: Experiment, pairs: dict) -> dict:
     return result
 
 
-def _fail_all(result: dict, exp: Experiment, status: str, error: str) -> dict:
+def _fail_all(result: dict, exp: Experiment, status: str, error: str, traceback: str = "") -> dict:
     result["corruption"].update(status=status, error=error)
     for rec in exp.recoverers:
         result["recovery"][rec.label] = {"status": status, "error": error}
-        result["cells"][rec.label] = {est.label: {"status": status, "error": error}
+        result["cells"][rec.label] = {est.label: dict({"status": status, "error": error},
+                                                      **({"traceback": traceback} if traceback else {}))
                                       for est in exp.estimators}
     return result
 

@@ -1,0 +1,94 @@
+"""``cmbench suite --dry-run``: what a run would compute, read from the cache, writing nothing."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .. import selection
+from ..suite import load_suite
+from .stages import info_key, lookup, unit_keys
+from .store import Store
+
+
+@dataclass
+class ExperimentPlan:
+    """One experiment of the plan: its grid sizes and how much of it the cache holds."""
+
+    name: str
+    sizes: dict  # kind -> number of entries (datasets, instances, adversaries, budgets, ...)
+    units: int = 0
+    cached_units: int = 0
+    cells: int = 0
+    cached_cells: int = 0
+
+
+@dataclass
+class Plan:
+    """The plan of a (sliced) suite run."""
+
+    suite: str
+    sliced: bool
+    experiments: list = field(default_factory=list)
+    datasets: list = field(default_factory=list)  # (label, (N, n), where the shape comes from), largest first
+    cubes: str = ""
+    report: str = ""
+
+
+def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Sequence[str] = (),
+            select: Sequence[str] = (), timeout: Optional[float] = None) -> Plan:
+    """The plan of ``cmbench suite`` with these options; reads the cache, writes nothing.
+
+    Returns
+    -------
+    Plan
+        Per experiment the number of units and cells and how many the cache
+        holds; the data sets by size (the shape a previous run recorded, else
+        the declaration's nominal shape); where the cubes and report would go.
+    """
+    from . import plan as plan_units
+
+    full = load_suite(name_or_path, plugins)
+    suite = selection.slice_suite(full, experiments, select)
+    sliced = selection.is_slice(full, suite)
+    root = Path(out) / suite.name
+    store = Store(root, suite, out=Path(out))
+    by_name = {}
+    result = Plan(suite=suite.name, sliced=sliced,
+                  cubes=str(root / "slice" if sliced else root) + "/",
+                  report=str(Path(out) / f"{suite.name}{'-slice' if sliced else ''}.pdf"))
+    for exp in suite.experiments:
+        sizes = {k: len(getattr(exp, k)) for k in ("datasets", "instances", "adversaries", "budgets",
+                                                    "recoverers", "estimators")}
+        by_name[exp.name] = ExperimentPlan(exp.name, sizes)
+        result.experiments.append(by_name[exp.name])
+    for exp, job in plan_units(suite, timeout):
+        row = by_name[exp.name]
+        keys = unit_keys(suite.seed, exp, job)
+        cells = len(exp.recoverers) * len(exp.estimators)
+        row.units += 1
+        row.cells += cells
+        done, work = lookup(store, exp, keys)
+        if work is None:
+            row.cached_units += 1
+            row.cached_cells += cells
+        else:
+            body = store.unit(keys.corruption)
+            held = keys.pair if keys.adaptive else keys.cell
+            part = body["pairs"] if keys.adaptive else body["cells"]
+            row.cached_cells += sum(k in part for k in held.values())
+    seen = {}
+    for exp in suite.experiments:
+        for entry in exp.datasets:
+            if entry.label in seen:
+                continue
+            info = store.info(info_key(suite.seed, entry, exp.instances[0]))
+            if info and info.get("shape"):
+                seen[entry.label] = (tuple(info["shape"]), "as last loaded")
+            elif entry.decl.shape:
+                seen[entry.label] = (tuple(entry.decl.shape), "nominal")
+            else:
+                seen[entry.label] = (None, "unknown until loaded")
+    result.datasets = sorted(((label, shape, where) for label, (shape, where) in seen.items()),
+                             key=lambda row: -(row[1][0] * row[1][1]) if row[1] else 0)
+    return result
