@@ -284,6 +284,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
                file=sys.stderr, delay=0.5, dynamic_ncols=True,
                disable=(not sys.stderr.isatty()) if progress is None else not progress)
     bar.set_postfix(cached=stats.cached, failed=0)
+    running = None
     try:
         # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
         running = run_jobs(todo, execute, workers, scheduler,
@@ -306,6 +307,8 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             bar.update(1)
             bar.set_postfix(cached=stats.cached, failed=stats.failed)
     except KeyboardInterrupt:
+        if running is not None:
+            running.close()  # at once: the executor's own cleanup (its workers) must not wait for exit
         bar.close()
         kept = stats.cached + stats.computed - stats.failed
         raise Interrupted(f"interrupted: {kept} of {stats.total} units are finished and kept in "
