@@ -961,7 +961,9 @@ def _interrupt_when(proc: subprocess.Popen, out: Path, units: int, sig=signal.SI
 
 
 def _check_interrupted(stderr: str, waited: float, returncode: int, out: Path, total: int) -> int:
-    assert waited < 5, f"took {waited:.1f} s to stop"
+    # No tight wall-clock bound (a loaded machine stretches it); `kept < total` below
+    # shows the sweep stopped early, this only catches a hang.
+    assert waited < 60, f"took {waited:.1f} s to stop"
     assert returncode == 130, stderr
     assert "Traceback" not in stderr, stderr
     assert "run the same command again to resume" in stderr, stderr
