@@ -1,4 +1,5 @@
 import os
+import signal
 import textwrap
 from pathlib import Path
 
@@ -9,6 +10,12 @@ from hypothesis import settings
 # source folder cmbench/ (whose plugins/ ships as cmbench.builtins only once
 # installed) would shadow the installed package.
 os.environ.setdefault("PYTHONSAFEPATH", "1")
+
+# A test run started in the background by a script (`pytest &`) inherits SIGINT
+# ignored, and so would every cmbench it starts; the interrupt tests need the
+# default Ctrl-C behaviour, which exec'd children then inherit too.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # CI starts with no example database, so random exploration there would make a
 # green run depend on luck; locally, tests keep exploring new examples.
