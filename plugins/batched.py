@@ -12,10 +12,22 @@ from typing import Optional
 
 import numpy as np
 
+import cmbench
+
 
 # Rows per chunk when an operator is gathered per row: bounds the temporary
 # (chunk, k, n) stack to a few MB whatever N is.
 CHUNK_ELEMENTS = 1 << 21
+
+
+def check_rank(rank, n: int, method: str) -> int:
+    """The rank a completion method uses: the data set's hint, required, in 1..n."""
+    if rank is None:
+        raise cmbench.NotApplicable(f"{method} needs a rank: the data set gives no rank hint")
+    k = int(rank)
+    if not 1 <= k <= n:
+        raise ValueError(f"{method}: rank must be in 1..{n}, got {rank}")
+    return k
 
 
 def rank_tol(s: np.ndarray, rcond: float) -> float:

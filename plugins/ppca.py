@@ -476,11 +476,7 @@ def ppca_impute(X: np.ndarray, *, rng=None, structure=None, rank=None,
     """
     X = np.asarray(X, dtype=float)
     N, n = X.shape
-    if rank is None:
-        raise cmbench.NotApplicable("ppca-impute needs a rank: the data set gives no rank hint")
-    k = int(rank)
-    if not 1 <= k <= n:
-        raise ValueError(f"ppca-impute: rank must be in 1..{n}, got {rank}")
+    k = batched.check_rank(rank, n, "ppca-impute")
     if not shrink > 0:
         # shrink = 0 (plain least squares) diverges on the paper's data: directions
         # the visible entries barely determine blow up.

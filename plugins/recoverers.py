@@ -354,11 +354,7 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None, tol: float = 1
     """
     X = np.asarray(X, dtype=float)
     N, n = X.shape
-    if rank is None:
-        raise cmbench.NotApplicable("ithsvd needs a rank: the data set gives no rank hint")
-    k = int(rank)
-    if not 1 <= k <= n:
-        raise ValueError(f"ithsvd: rank must be in 1..{n}, got {rank}")
+    k = batched.check_rank(rank, n, "ithsvd")
     if svd not in ("exact", "randomized"):
         raise ValueError(f"ithsvd: svd must be 'exact' or 'randomized', got {svd!r}")
     if init != "median":

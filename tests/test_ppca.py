@@ -12,28 +12,7 @@ from cmbench.builtins import batched
 from cmbench.builtins import ppca
 from cmbench.builtins import recoverers as rec
 
-
-def block_structure(seed: int = 0) -> np.ndarray:
-    """The paper's synthetic A: block-diagonal, two random 8 x 4 blocks (n=16, r=8)."""
-    rng = np.random.default_rng(seed)
-    A = np.zeros((16, 8))
-    A[:8, :4] = rng.normal(size=(8, 4))
-    A[8:, 4:] = rng.normal(size=(8, 4))
-    return A
-
-
-def sample(A: np.ndarray, N: int, seed: int) -> np.ndarray:
-    """x = A z with Gaussian z (mean 1, so the data are not centred): (N, n)."""
-    rng = np.random.default_rng(seed)
-    return (1.0 + rng.normal(size=(N, A.shape[1]))) @ A.T
-
-
-def hide_smallest(X: np.ndarray, frac: float) -> np.ndarray:
-    """The paper's corruption: hide the floor(frac N) smallest values of each column."""
-    out = X.copy()
-    idx = np.argsort(X, axis=0)[: int(np.floor(frac * len(X)))]
-    np.put_along_axis(out, idx, np.nan, axis=0)
-    return out
+from test_recoverers import block_structure, hide_smallest, sample  # the paper's synthetic data
 
 
 def test_declaration():
