@@ -1,9 +1,22 @@
+"""Fixtures and helpers shared by the test files.
+
+Test files import the plain helpers (``from conftest import cli, ...``); the
+test plugins they load are real files under ``tests/plugins/``.
+"""
+from __future__ import annotations
+
 import os
+import shutil
 import signal
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
+import xarray as xr
+from click.testing import CliRunner
 from hypothesis import settings
 
 # Subprocesses run `python -m cmbench.cli` from the repo root; without this the
@@ -23,17 +36,11 @@ settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-WINSORIZED = textwrap.dedent('''
-    import numpy as np, cmbench
+# Test plugins, as real files: a test copies the one it needs next to its suite.
+PLUGINS = Path(__file__).resolve().parent / "plugins"
 
-    def winsorized_mean(X, *, rng, limit=0.05):
-        lo, hi = np.nanquantile(X, [limit, 1 - limit], axis=0)
-        return np.nanmean(np.clip(X, lo, hi), axis=0)
-
-    @cmbench.hookimpl
-    def register_estimators():
-        return [cmbench.Estimator("winsorized-mean", winsorized_mean, params={"limit": 0.05})]
-''')
+# The DESIGN.md example plugin's source.
+WINSORIZED = (PLUGINS / "winsorized.py").read_text()
 
 
 @pytest.fixture
@@ -70,3 +77,134 @@ def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("smoke-run")
     cmbench.run_suite("smoke", out=out)
     return out
+
+
+# ====================================================================== data, plugins and suites
+
+# The real data's source files: $CMBENCH_DATA_DIR, else ../shared/datasets beside the repository.
+SHARED_DATA = Path(os.environ.get("CMBENCH_DATA_DIR")
+                   or Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
+
+
+def copy_plugin(name: str, folder: Path, as_name: str | None = None) -> Path:
+    """Copy ``tests/plugins/<name>`` into ``folder`` (as ``as_name``) and return the copy's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy(PLUGINS / name, folder / (as_name or name)))
+
+
+def write(path: Path, text: str) -> Path:
+    """Write ``text`` (dedented) to ``path``, creating its folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# A small valid suite: 1 instance x 2 budgets x 2 recoverers x 2 estimators, in a second.
+GOOD = """\
+name = "r"
+seed = 3
+[[experiment]]
+name = "e"
+datasets = [{name = "synthetic-gaussian", N = 60}]
+instances = 1
+adversaries = ["hide-smallest"]
+budgets = [0.0, 0.2]
+recoverers = ["none", "exact"]
+estimators = ["mean", "cmedian"]
+metrics = ["l2", "mahalanobis"]
+"""
+
+
+def good_suite(tmp_path: Path, old: str = "", new: str = "", name: str = "suite.toml") -> Path:
+    """``GOOD`` with its first ``old`` replaced by ``new``, written as ``tmp_path/name``."""
+    assert old in GOOD, old
+    return write(tmp_path / name, GOOD.replace(old, new, 1) if old else GOOD)
+
+
+def slow_suite(tmp_path: Path, delay: float, instances: int, budgets: str) -> Path:
+    """One unit per (instance, budget); slow-mean logs once per unit and sleeps ``delay``."""
+    copy_plugin("slow_mean.py", tmp_path, "slowplug.py")
+    return write(tmp_path / "slow.toml", f"""
+        name = "slow"
+        seed = 5
+        plugins = ["slowplug.py"]
+        [[experiment]]
+        name = "e"
+        datasets = [{{name = "synthetic-gaussian", N = 60}}]
+        instances = {instances}
+        adversaries = ["hide-smallest"]
+        budgets = {budgets}
+        recoverers = ["none"]
+        estimators = ["mean", {{name = "slow-mean", delay = {delay}}}]
+        metrics = ["l2", "mahalanobis"]
+    """)
+
+
+def unit_files(out: Path, suite: str = "slow") -> list[Path]:
+    """The cache's unit documents (one per corruption, holding its stages' records)."""
+    cache = out / suite / ".cache" / "units"
+    return sorted(cache.glob("*.json")) if cache.exists() else []
+
+
+def computed(log: Path) -> int:
+    """Units computed since the log was last cleared (slow-mean runs once per unit)."""
+    return log.read_text().split().count("estimate") if log.exists() else 0
+
+
+@pytest.fixture
+def log(tmp_path, monkeypatch) -> Path:
+    """``$CMBENCH_TEST_LOG``, where the logging test plugins write a line per call."""
+    path = tmp_path / "calls.log"
+    monkeypatch.setenv("CMBENCH_TEST_LOG", str(path))
+    return path
+
+
+# ====================================================================== the command line
+
+def cli(*args, env=None, cwd=None, timeout=180) -> subprocess.CompletedProcess:
+    """The real command line, in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def cli_inproc(*args) -> tuple[int, str]:
+    """The same click command, in-process: (exit code, stderr); an escaping exception fails."""
+    from cmbench.cli import main
+
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # an unhandled exception would be a traceback on the real CLI
+    return result.exit_code, result.stderr
+
+
+def assert_user_error(code: int, stderr: str, *needles: str) -> str:
+    """Exit 2, exactly one line 'cmbench: error: ...' on stderr, holding every needle."""
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert code == 2, f"exit {code}: {stderr}"
+    assert len(lines) == 1, f"expected one line, got:\n{stderr}"
+    line = lines[0]
+    assert line.startswith("cmbench: error: "), line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in: {line}"
+    return line
+
+
+# ====================================================================== cubes
+
+def values(ds: xr.Dataset) -> dict:
+    """Every variable but the timings, for bit-for-bit comparison."""
+    return {v: ds[v].values for v in ds.data_vars if v != "seconds"}
+
+
+def assert_same_cube(a: xr.Dataset, b: xr.Dataset) -> None:
+    va, vb = values(a), values(b)
+    assert va.keys() == vb.keys()
+    for k in va:
+        np.testing.assert_array_equal(va[k], vb[k], err_msg=k)
+
+
+def open_cube(path: Path) -> xr.Dataset:
+    """The cube at ``path``, loaded into memory (the file is closed)."""
+    with xr.open_dataset(path) as ds:
+        return ds.load()

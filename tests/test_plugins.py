@@ -7,6 +7,7 @@ import cmbench
 from cmbench.errors import PluginError
 from cmbench.plugins import load_plugins
 from cmbench.suite import load_suite
+from conftest import GOOD, assert_user_error, cli_inproc, write
 
 PAPER_COMPONENTS = {
     "adversaries": {"hide-smallest"},
@@ -81,6 +82,15 @@ def test_duplicate_name_names_both_plugins(tmp_path, winsorized_file):
         load_plugins([str(winsorized_file), str(other)])
     msg = str(err.value)
     assert "winsorized-mean" in msg and "winsorized.py" in msg and "other.py" in msg
+
+
+def test_same_name_from_the_command_line_and_the_suite_exits_2_naming_both(tmp_path, winsorized_file):
+    second = tmp_path / "second.py"
+    second.write_text(winsorized_file.read_text())
+    path = write(tmp_path / "suite.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["second.py"]'))
+    code, err = cli_inproc("suite", path, "--plugin", winsorized_file, "--out", tmp_path / "out")
+    assert_user_error(code, err, "'winsorized-mean'", str(winsorized_file), str(second))
+    assert not (tmp_path / "out").exists()
 
 
 def test_duplicate_of_a_builtin(tmp_path):
