@@ -41,11 +41,22 @@ def to_frame(cube):
     return _to_frame(cube)
 
 
-def run_suite(name_or_path, out="reports", workers=1, scheduler=None, **options):
-    """Run a suite file (a shipped name or a path); return its cubes by experiment."""
-    from .runner import run_suite as _run
+def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=True, **options):
+    """Run a suite file (a shipped name or a path); return its cubes by experiment.
 
-    return _run(name_or_path, out=out, workers=workers, scheduler=scheduler, **options)
+    With ``report`` (the default), then draw its PDF and HTML reports next to the
+    cubes (`cmbench.report.write_suite_reports`); the other options are those of
+    `cmbench.runner.run_suite`.
+    """
+    from .runner import Progress, run_suite as _run
+
+    stats = options.pop("stats", None) or Progress()
+    cubes = _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
+    if report:
+        from .report.outputs import write_suite_reports
+
+        write_suite_reports(stats.outputs)
+    return cubes
 
 
 __all__ = [

@@ -112,7 +112,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     stats = Progress()
     try:
         cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
-                          timeout=timeout, resume=resume, progress=progress, report=report, stats=stats,
+                          timeout=timeout, resume=resume, progress=progress, stats=stats,
                           cache_size=cache_size, experiments=experiments, select=select,
                           fail_fast=fail_fast, post_mortem=post_mortem)
     except Interrupted as exc:
@@ -126,6 +126,10 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
         if exc.traceback:
             click.echo(exc.traceback.rstrip(), err=True)
         sys.exit(1)
+    if report:  # asked for after the run: the runner draws no report
+        from .report.outputs import write_suite_reports
+
+        write_suite_reports(stats.outputs)
     for old, n in sorted((stats.other_versions or {}).items()):
         click.echo(f"cmbench: note: {n} cached units written by cmbench {old} were recomputed "
                    f"by cmbench {__version__}", err=True)

@@ -377,19 +377,36 @@ def test_matrices_round_trip_bit_for_bit():
 
 
 def test_a_rerun_that_computes_nothing_rewrites_no_cube_and_redraws_no_report(env):
+    import cmbench
+
     path = write_suite(env)
     out = env / "out"
-    first = run_suite(path, out=out)["e"]
-    cube, pdf = out / "c" / "e.nc", out / "c.pdf"
-    stamps = {p: p.stat().st_mtime_ns for p in (cube, pdf)}
-    again = run_suite(path, out=out)["e"]
-    assert {p: p.stat().st_mtime_ns for p in (cube, pdf)} == stamps
+    first = cmbench.run_suite(path, out=out)["e"]
+    cube, pdf, html = out / "c" / "e.nc", out / "c.pdf", out / "c.html"
+    stamps = {p: p.stat().st_mtime_ns for p in (cube, pdf, html)}
+    again = cmbench.run_suite(path, out=out)["e"]
+    assert {p: p.stat().st_mtime_ns for p in (cube, pdf, html)} == stamps
     assert again.attrs["created"] == first.attrs["created"]
     pdf.unlink()
     cube.write_bytes(b"")  # damaged or deleted outputs are always written anew
-    run_suite(path, out=out)
+    cmbench.run_suite(path, out=out)
     assert pdf.stat().st_size > 0
     import xarray as xr
 
     with xr.open_dataset(cube) as ds:
         assert_same(ds.load(), first)
+
+
+def test_the_runner_draws_no_report_and_never_imports_the_report_package(env):
+    import subprocess
+    import sys
+
+    code = ("import sys; from cmbench.runner import run_suite, Progress; s = Progress(); "
+            f"run_suite({str(write_suite(env))!r}, out={str(env / 'out')!r}, stats=s); "
+            "print(sorted(m for m in sys.modules if m.startswith('cmbench.report')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert not (env / "out" / "c.pdf").exists()
+    with pytest.raises(TypeError, match="draws no report"):
+        run_suite(write_suite(env), out=env / "out", report=True)

@@ -74,7 +74,7 @@ def test_a_plugin_metric_gets_a_cube_variable_and_a_report_page(tmp_path, suite_
 
     path = suite_file(estimators='["mean", "cmedian"]',
                       metrics='["relative-l2", {name = "worst-coordinate", label = "worst-sq", power = 2.0}]')
-    cubes = run_suite(path, out=tmp_path / "out", report=True)
+    cubes = cmbench.run_suite(path, out=tmp_path / "out", report=True)
     ds = cubes["e"]
     assert {"relative-l2", "worst-sq", "l2", "mahalanobis"} <= set(ds.data_vars)
     assert (ds["status"] == "ok").all()

@@ -49,6 +49,21 @@ class Progress:
     damaged: int = 0  # cache documents that failed a check (checksum, key, schema) and were recomputed
     other_versions: dict = None  # cmbench version -> cache documents it wrote, recomputed
     evicted: int = 0  # cache files evicted to keep under the size cap
+    outputs: Optional["RunOutputs"] = None  # where the run wrote its cubes, for the report step
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """What a report of a finished run needs: the cubes written, their content digests, where reports go.
+
+    The runner draws no report; `cmbench suite` (and `cmbench.run_suite`) pass this to
+    `cmbench.report.write_suite_reports` after the run.
+    """
+
+    cubes: tuple  # netCDF paths, one per experiment, in suite order
+    digests: tuple  # a digest of each cube's content (not its creation time)
+    report: Path  # the reports' path without suffix: ``<out>/<suite>[-slice]``
+    cache: Path  # the suite's cache folder, where drawn pages are kept
 
 
 def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
@@ -126,13 +141,15 @@ def uses_foreign_plugins(suite: Suite) -> bool:
 
 def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional[str] = None,
               plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
-              progress: Optional[bool] = None, report: bool = True, stats: Optional[Progress] = None,
+              progress: Optional[bool] = None, report: bool = False, stats: Optional[Progress] = None,
               cache_size=None, experiments: Sequence[str] = (), select: Sequence[str] = (),
               fail_fast: bool = False, post_mortem: bool = False) -> "dict[str, xr.Dataset]":
     """Run a suite; return its cubes by experiment name.
 
-    Cubes are written to ``<out>/<suite>/<experiment>.nc`` and, with ``report``,
-    the PDF to ``<out>/<suite>.pdf`` and the interactive HTML to ``<out>/<suite>.html``. Every stage (corruption, recovery,
+    Cubes are written to ``<out>/<suite>/<experiment>.nc``; ``stats.outputs``
+    then says where, for the report step (`cmbench.report.write_suite_reports`,
+    which `cmbench suite` and `cmbench.run_suite` call after the run: the runner
+    draws no report, and ``report=True`` is refused). Every stage (corruption, recovery,
     estimate) is cached under ``<out>/<suite>/.cache`` by a key of what
     determines it and reused by the next run unless ``resume`` is False;
     ``cache_size`` (bytes or a size such as ``"500MB"``; default the suite's
@@ -148,6 +165,9 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     """
     from .. import selection
 
+    if report:
+        raise TypeError("the runner draws no report: call cmbench.run_suite(..., report=True), or "
+                        "cmbench.report.write_suite_reports(stats.outputs) after the run")
     full = load_suite(name_or_path, plugins)
     suite = selection.slice_suite(full, experiments, select)
     sliced = selection.is_slice(full, suite)
@@ -178,8 +198,9 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         store.evict()
         stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
         stats.evicted = store.evicted
-        if report:
-            _write_report(suite, store, folder, Path(out), digests, "-slice" if sliced else "")
+        stats.outputs = RunOutputs(cubes=tuple(folder / f"{e.name}.nc" for e in suite.experiments),
+                                   digests=tuple(digests), report=Path(out) / f"{suite.name}{'-slice' if sliced else ''}",
+                                   cache=store.cache)
     finally:
         store.unlock()
     return written
@@ -220,30 +241,6 @@ def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path,
         digests.append(digest)
     stamps.save()
     return written, digests
-
-
-def _write_report(suite: Suite, store: Store, root: Path, out: Path, digests: list, suffix: str = "") -> None:
-    """Draw the suite's PDF and HTML reports from the cubes in ``root``, unless those on disk were
-    drawn from these cubes by this code; ``suffix`` names a slice's reports."""
-    from .outputs import Stamps, code_digest, digest_of
-
-    digest = digest_of(*digests, code_digest(Path(__file__).resolve().parent.parent / "report"))
-    stamps = Stamps(store.cache)
-    cubes = [root / f"{e.name}.nc" for e in suite.experiments]
-    pdf = inside(out, out / f"{suite.name}{suffix}.pdf")
-    if stamps.current(pdf, digest) is None:
-        from ..report import write_report
-
-        write_report(cubes, pdf)
-        stamps.record(pdf, digest)
-        stamps.save()
-    html = inside(out, out / f"{suite.name}{suffix}.html")
-    if stamps.current(html, digest) is None:
-        from ..report.html import write_html
-
-        write_html(cubes, html)
-        stamps.record(html, digest)
-        stamps.save()
 
 
 def _cache_cap(suite: Suite, cache_size) -> int:

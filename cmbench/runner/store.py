@@ -372,6 +372,7 @@ class Store:
         from .outputs import remove
 
         removed += remove(self.cache)
+        removed += _clear_pages(self.cache / "pages")
         self._docs.clear()
         self._sizes = None
         self._used.clear()
@@ -395,6 +396,24 @@ class Store:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+#: the report's page cache (`cmbench.report.pagecache`) names its files so, in ``.cache/pages``
+_PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json|\..+\.tmp)$")
+
+
+def _clear_pages(folder: Path) -> int:
+    """Delete the drawn pages and report stamps in ``folder`` (the runner never reads them)."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        if _PAGE_FILE.match(entry.name) and entry.is_file(follow_symlinks=False):
+            os.unlink(entry.path)
+            removed += 1
+    return removed
 
 
 def _inside(path: Path, out: Path) -> None:
