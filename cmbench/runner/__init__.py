@@ -2,23 +2,24 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
-import numpy as np
 
 from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
 from ..output import inside, writable_folder
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
-from .stages import info_key, lookup, merged, records_of, unit_keys, unit_result
+from .stages import lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
 from . import units
-from .units import OK, RECOVERED_TOLERANCE, Job, call, execute, failed_cells, load_data
+from .loading import is_foreign, load_datasets
+from .units import RECOVERED_TOLERANCE, Job, execute, failed_cells
 
 if TYPE_CHECKING:  # xarray, tqdm and the cube module load only where they are used: a worker needs none
     import xarray as xr
@@ -94,46 +95,13 @@ def check_data_files(suite: Suite) -> None:
                 data.require(ds.decl)
 
 
-def check_user_data(suite: Suite) -> None:
-    """Load each built-in data set that reads a user's file once, before the sweep.
-
-    A mistake in the file (a ragged row, a text column, a file too large) is the
-    user's: it stops the run with one line (exit 2) instead of failing every
-    unit, each of which would parse the file again. The loaded data stay in the
-    per-process memo for the cube's data set information.
-    """
-    seen = set()
-    for exp in suite.experiments:
-        for ds in exp.datasets:
-            if not isinstance(ds.params.get("path"), str) or _is_foreign(suite, "datasets", ds):
-                continue
-            key = (ds.name, repr(sorted(ds.params.items())))
-            if key in seen:
-                continue
-            seen.add(key)
-            job = Job(str(suite.path), suite.plugins, exp.name, ds.label, exp.instances[0], "", 0.0, None,
-                      suite.hash)
-            try:
-                load_data(job)
-            except UserError as exc:
-                raise UserError(f"{suite.path}: experiment {exp.name!r}, data set {ds.label!r}: {exc}") from None
-            except Exception:  # not the user's: the units record it as failed cells
-                pass
-
-
-def _is_foreign(suite: Suite, kind: str, entry) -> bool:
-    from ..plugins import BUILTIN_MODULES
-
-    return suite.registry.source(kind, entry.name).plugin not in {f"cmbench.{m}" for m in BUILTIN_MODULES}
-
-
 def uses_foreign_plugins(suite: Suite) -> bool:
     """Whether any component of the suite comes from a plugin that is not cmbench's own.
 
     Such a sweep runs in a child process even with one worker: a plugin that ends
     its process (``os._exit``) must not take the sweep, its cubes and its exit code with it.
     """
-    return any(_is_foreign(suite, kind, e)
+    return any(is_foreign(suite, kind, e)
                for exp in suite.experiments
                for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
                for e in getattr(exp, "metric_entries" if kind == "metrics" else kind))
@@ -179,7 +147,6 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
     cap = _cache_cap(suite, cache_size)
     check_data_files(suite)
-    check_user_data(suite)
     root = inside(out, Path(out) / suite.name)
     writable_folder(root, "output folder")
     store = Store(root, suite, cap=cap, out=Path(out))
@@ -190,11 +157,17 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
             store.clear()
         units.POST_MORTEM = post_mortem
         try:
-            results = _sweep(suite, store, workers, scheduler, timeout, progress, stats, fail_fast)
+            packed = pack(suite, scheduler)
+            try:  # --pdb debugs in this process: no isolation
+                datasets = load_datasets(suite, store, timeout, workers, packed, isolate=not post_mortem)
+            except KeyboardInterrupt:
+                raise Interrupted("interrupted while loading the data sets; nothing was computed") from None
+            results = _sweep(suite, store, workers, scheduler, timeout, progress, stats, fail_fast, packed,
+                             datasets)
         finally:
             units.POST_MORTEM = False
         folder = root / "slice" if sliced else root
-        written, digests = _write_cubes(suite, results, timeout, store, root, folder)
+        written, digests = _write_cubes(suite, results, timeout, store, root, folder, datasets)
         store.evict()
         stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
         stats.evicted = store.evicted
@@ -218,16 +191,16 @@ def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
 
 
 def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path,
-                 folder: Optional[Path] = None) -> tuple[dict, list]:
+                 folder: Optional[Path] = None, datasets: Optional[dict] = None) -> tuple[dict, list]:
     """Assemble and save each cube (in ``folder``, default ``root``), unless the file on disk
-    already holds that very cube."""
+    already holds that very cube; ``datasets`` is what `load_datasets` gave."""
     from .. import cube as cubes
     from .outputs import Stamps, content_digest
 
     stamps = Stamps(store.cache)
     written, digests = {}, []
     for exp in suite.experiments:
-        ds = assemble(suite, exp, results[exp.name], timeout, store)
+        ds = assemble(suite, exp, results[exp.name], timeout, store, datasets)
         path = inside(root, (folder or root) / f"{exp.name}.nc")
         digest = content_digest(ds)
         stamp = stamps.current(path, digest)
@@ -258,22 +231,34 @@ def _cache_cap(suite: Suite, cache_size) -> int:
         raise UserError(f"{suite.path}: key 'cache_size': {exc}") from None
 
 
-def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool = False) -> dict:
-    """Take every stage the cache holds, compute the rest, store what finished as it arrives."""
-    packed = pack(suite, scheduler)
+def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool = False,
+           packed: Optional[SuiteBundle] = None, datasets: Optional[dict] = None) -> dict:
+    """Take every stage the cache holds, compute the rest, store what finished as it arrives.
+
+    A unit whose data set failed to load in `load_datasets` takes that failure
+    without being computed: a broken data set is loaded once, not per unit.
+    """
+    packed = packed if packed is not None else pack(suite, scheduler)
+    datasets = datasets if datasets is not None else {}
     planned = plan(suite, timeout, packed.digest)
     results = {exp.name: {} for exp in suite.experiments}
-    todo, pending = [], {}
+    todo, pending, known = [], {}, []
     for exp, job in planned:
         keys = unit_keys(suite.seed, exp, job)
         result, work = lookup(store, exp, keys)
         if work is None:
             results[exp.name][job.coords] = result
+            continue
+        job = dataclasses.replace(job, work=work)
+        pending[(job.experiment, job.coords)] = (exp, keys)
+        load = datasets.get((exp.name, job.dataset))
+        failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
+        if failure is not None:
+            known.append((job, {"corruption": dict(failure), "recovery": {}, "cells": {}, "pairs": {},
+                                "matrices": {}}))
         else:
-            job = dataclasses.replace(job, work=work)
             todo.append(job)
-            pending[(job.experiment, job.coords)] = (exp, keys)
-    stats.total, stats.cached = len(planned), len(planned) - len(todo)
+    stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
     stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
     from tqdm import tqdm
 
@@ -286,7 +271,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
         # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
         running = run_jobs(todo, execute, workers, scheduler,
                            isolate=uses_foreign_plugins(suite) and not units.POST_MORTEM, bundle=packed)
-        for job, out in running:
+        for job, out in itertools.chain(known, running):
             exp, keys = pending[(job.experiment, job.coords)]
             fresh, cacheable, matrices = records_of(out, keys)
             # Failed or timed-out records are not stored: the next run computes them again,
@@ -327,7 +312,9 @@ def _first_failure(exp: Experiment, job, result: dict) -> StoppedAtFailure:
 
 
 def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[float] = None,
-             store: Optional[Store] = None) -> "xr.Dataset":
+             store: Optional[Store] = None, datasets: Optional[dict] = None) -> "xr.Dataset":
+    """The experiment's cube from its units' ``results``; ``datasets`` is what `load_datasets`
+    gave (loaded here when absent)."""
     from .. import cube as cubes
 
     coords = {
@@ -350,7 +337,8 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
                               for m in exp.metric_entries},
         "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,
                                        "adaptive": a.decl.adaptive} for a in exp.adversaries},
-        "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout, store) for d in exp.datasets},
+        "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout, store, datasets)
+                          for d in exp.datasets},
         "d_entry_method": "row-correspondence bound (exact for adversaries that corrupt rows in place)",
         "environment": cubes.environment(),
         "suite_text": suite_text(suite),
@@ -371,45 +359,15 @@ def suite_text(suite: Suite) -> str:
 
 
 def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[float] = None,
-                 store: Optional[Store] = None) -> dict:
-    """Shape, rank and, where A is known, m_A and the paper's thresholds (cached in ``store``)."""
-    entry = next(d for d in exp.datasets if d.label == label)
-    key = info_key(suite.seed, entry, exp.instances[0])
-    info = store.info(key) if store is not None else None
-    if info is None:
-        info = _dataset_info(suite, exp, entry, timeout)
-        if store is not None and "error" not in info:
-            store.put_info(key, info)
-    return info
+                 store: Optional[Store] = None, datasets: Optional[dict] = None) -> dict:
+    """Shape, rank and, where A is known, m_A and the paper's thresholds (cached in ``store``).
 
-
-def _dataset_info(suite: Suite, exp: Experiment, entry, timeout: Optional[float]) -> dict:
-    from .. import theory
-
-    label = entry.label
-    info = {"name": entry.name, "shape": None, "rank": None, "structure_known": False,
-            "m_a": None, "thresholds": {}}
-    job = Job(str(suite.path), suite.plugins, exp.name, label, exp.instances[0], "", 0.0, timeout, suite.hash)
-    loaded = call(load_data, timeout, job)
-    if loaded.status != OK:  # already recorded in the cells; the info stays empty
-        return dict(info, error=loaded.error)
-    data = loaded.value
-    info.update(shape=list(data.X.shape), rank=data.rank, structure_known=data.structure is not None)
-    if data.structure is not None:
-        info["r"] = int(data.structure.shape[1])
-        try:
-            info["m_a"] = int(theory.m_a(data.structure))
-            info["thresholds"] = {k: {"value": float(v), "label": theory.THRESHOLD_LABELS.get(k, k)}
-                                  for k, v in theory.thresholds(data.structure).items()}
-            # Lemma lm:recovery_rho is proven for m_A = n - r + 1; where A has a
-            # smaller m_A, the bound at the lemma's m_A is drawn beside it.
-            general = theory.general_position_m_a(data.structure)
-            info["m_a_general"] = general
-            if general != info["m_a"]:
-                info["thresholds"]["rho_learn_general"] = {
-                    "value": float(theory.rho_learn(data.X.shape[1], general)),
-                    "label": theory.general_position_label(general, info["m_a"]),
-                    "levels": ["value"], "modes": ["missing"]}
-        except (ValueError, np.linalg.LinAlgError) as exc:  # the report then draws no thresholds
-            info["error"] = f"m_A not computed: {exc}"
-    return info
+    ``datasets`` is what `load_datasets` gave; without it the data set is
+    loaded now, under the same containment (a third-party loader in a child
+    process). A data set that failed to load has an ``error`` instead.
+    """
+    loaded = (datasets or {}).get((exp.name, label))
+    if loaded is None:
+        loaded = load_datasets(suite, store, timeout, experiments=[exp],
+                               isolate=not units.POST_MORTEM)[(exp.name, label)]
+    return loaded.info

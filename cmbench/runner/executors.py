@@ -45,9 +45,9 @@ def serial(jobs: Iterable[Job], fn: Callable) -> Iterator:
         yield job, fn(job)
 
 
-def isolated(jobs: Iterable[Job], fn: Callable) -> Iterator:
+def isolated(jobs: Iterable[Job], fn: Callable, died: Optional[Callable] = None) -> Iterator:
     """One unit at a time, like `serial`, but in a child process that a plugin may kill."""
-    return processes(jobs, fn, 1)
+    return processes(jobs, fn, 1, died)
 
 
 def _worker_init(parent: int, slot=None) -> None:
@@ -70,7 +70,7 @@ def _watch_parent(parent: int, interval: float = 0.5) -> None:
     os._exit(1)
 
 
-def processes(jobs: Iterable[Job], fn: Callable, workers: int) -> Iterator:
+def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
     """A pool of spawned processes; a worker that dies takes only its own unit down.
 
     At most ``2 * workers`` units are in flight (enough to keep every worker
@@ -78,6 +78,8 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int) -> Iterator:
     the pool breaks and the culprit is unknown: those units are run again
     each alone in a fresh process, where a death names its unit (recorded as
     failed), and the rest of the sweep goes on in a fresh pool, in parallel.
+    ``died(job, running)`` is the result of a job whose worker died while in
+    the plugin call ``running`` (default `worker_died`).
     """
     queue = list(jobs)
     depth = 2 * workers
@@ -104,10 +106,10 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int) -> Iterator:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         for job in suspects:
-            yield job, _alone(fn, job)
+            yield job, _alone(fn, job, died or worker_died)
 
 
-def _alone(fn: Callable, job: Job) -> dict:
+def _alone(fn: Callable, job: Job, died: Callable) -> dict:
     """Run one unit in a fresh one-worker pool: if the worker dies, this unit did it.
 
     The worker writes the plugin call it is in into a shared slot, so that the
@@ -119,7 +121,7 @@ def _alone(fn: Callable, job: Job) -> dict:
     try:
         return pool.submit(fn, job).result()
     except BrokenProcessPool:
-        return worker_died(job, slot.value.decode("utf-8", "replace"))
+        return died(job, slot.value.decode("utf-8", "replace"))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -269,16 +271,17 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
 
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
-             isolate: bool = False, bundle=None) -> Iterator:
+             isolate: bool = False, bundle=None, died: Optional[Callable] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
     ``isolate`` keeps a serial sweep out of process; a worker process first
-    installs the jobs' suite ``bundle``.
+    installs the jobs' suite ``bundle``; ``died`` makes the result of a job
+    whose local worker process died (see `processes`).
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
     if workers > 1 and len(jobs) > 1:
-        return processes(jobs, _with(bundle, fn), workers)
+        return processes(jobs, _with(bundle, fn), workers, died)
     if isolate and jobs:
-        return isolated(jobs, _with(bundle, fn))
+        return isolated(jobs, _with(bundle, fn), died)
     return serial(jobs, fn)

@@ -162,16 +162,19 @@ def _public(record: dict) -> dict:
 
 
 def unit_result(exp, keys: UnitKeys, body: dict) -> dict:
-    """The unit as the cube wants it: ``{"corruption", "recovery": {rec}, "cells": {rec: {est}}}``."""
+    """The unit as the cube wants it: ``{"corruption", "recovery": {rec}, "cells": {rec: {est}}}``.
+
+    A corruption record that is not ok (the data set did not load) is every cell's status.
+    """
+    C = body["corruption"]
+    result = {"corruption": _public(C) if C is not None else {}, "recovery": {}, "cells": {}}
+    if C is not None and C["status"] != OK:
+        return _fail_all(result, exp, C["status"], C.get("error", ""), C.get("traceback", ""))
     if keys.adaptive:
         pairs = {}
         for (r, e), kp in keys.pair.items():
             pairs.setdefault(r, {})[e] = body["pairs"].get(kp) or _lost(FAILED)
         return adaptive_result(exp, pairs)
-    C = body["corruption"]
-    result = {"corruption": _public(C) if C is not None else {}, "recovery": {}, "cells": {}}
-    if C is not None and C["status"] != OK:
-        return _fail_all(result, exp, C["status"], C.get("error", ""), C.get("traceback", ""))
     for rec in exp.recoverers:
         R = body["recoveries"].get(keys.recovery[rec.label])
         if R is None:

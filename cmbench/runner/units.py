@@ -32,6 +32,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..components import Data, NotApplicable, Undefined
+from ..errors import UserError
 from ..suite import Entry, Experiment, Suite, load_suite
 from .matrices import Damaged, decode, digest, encode, frozen
 from .seeds import rng_for
@@ -97,6 +98,7 @@ class Outcome:
     value: Any = None
     seconds: float = float("nan")
     traceback: str = ""  # the full Python traceback of a plugin's exception
+    user_error: str = ""  # the message of a `UserError` the call raised: the user's to fix, not the plugin's
 
 
 #: open the debugger where a plugin raised (``cmbench suite --pdb``; in-process runs only)
@@ -197,11 +199,35 @@ def load_data(job: Job) -> Data:
                  job.instance)
 
 
+_FAILED_LOADS: dict = {}  # load key -> the Outcome of a load that did not succeed, in this process
+
+
+def loaded(job: Job) -> Outcome:
+    """The job's data set loaded under `call`; a load that failed is not tried again in this process.
+
+    Successful loads are memoized by `_load`; a failure (an exception, a
+    timeout, `Undefined`) is remembered here, so that a broken data set costs
+    one load per process and instance, not one per unit. Returns a fresh
+    `Outcome` each time (callers prefix its error in place).
+    """
+    key = (job.suite_path, job.plugins, job.suite_hash, job.bundle, job.experiment, job.dataset, job.instance)
+    known = _FAILED_LOADS.get(key)
+    if known is None:
+        known = call(load_data, job.timeout, job)
+        if known.status == OK:
+            return known
+        if len(_FAILED_LOADS) > 64:  # a bound, not a policy: failures are few
+            _FAILED_LOADS.clear()
+        _FAILED_LOADS[key] = known
+    return dataclasses.replace(known)
+
+
 # ---------------------------------------------------------------- guarded plugin calls
 def _where(exc: BaseException, fn: Optional[Callable] = None) -> str:
     """'Type: message (file:line)', the line in the plugin's own file when the error came from below it."""
     frames = traceback.extract_tb(exc.__traceback__)
-    home = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    # a data set's loader is called through the memo: its own file holds the deepest frame
+    home = None if fn is load_data else getattr(getattr(fn, "__code__", None), "co_filename", None)
     own = [f for f in frames if f.filename == home]
     frame = own[-1] if own else (frames[-1] if frames else None)
     loc = f" ({frame.filename}:{frame.lineno})" if frame else ""
@@ -286,6 +312,9 @@ def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
     except SystemExit as exc:  # a plugin's sys.exit() must not end the sweep
         return Outcome(FAILED, f"SystemExit({exc.code!r}): the plugin called sys.exit",
                        seconds=time.perf_counter() - start)
+    except UserError as exc:  # a data file's mistake (cmbench.data.DataError): the caller decides
+        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start,
+                       traceback=traceback.format_exc(), user_error=str(exc))
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
         if POST_MORTEM:
             _post_mortem(exc)
@@ -551,11 +580,11 @@ def _execute(job: Job) -> dict:
     adv = _entry(exp.adversaries, job.adversary)
     work = job.work or full_work(exp, adv.decl.adaptive)
     result = {"corruption": None, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
-    loaded = blame(call(load_data, job.timeout, job), _entry(exp.datasets, job.dataset), "data set")
-    if loaded.status != OK:
-        result["corruption"] = with_traceback({"status": loaded.status, "error": loaded.error}, loaded)
+    load = blame(loaded(job), _entry(exp.datasets, job.dataset), "data set")
+    if load.status != OK:
+        result["corruption"] = with_traceback({"status": load.status, "error": load.error}, load)
         return result
-    data = loaded.value
+    data = load.value
     if adv.decl.adaptive:
         return _execute_adaptive(job, suite.seed, exp, adv, data, result, work)
     Xc = None
