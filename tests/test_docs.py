@@ -1,0 +1,54 @@
+"""The README documents every plugin hook: a hook added to cmbench/hookspecs.py without a word there fails.
+
+The hooks are found the way pluggy finds them, not from a list kept by hand;
+each must appear in README.md's "Writing a plugin" section together with the
+declaration it returns (``cmbench.Adversary``, ...), read from its annotation.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pluggy
+import pytest
+
+from cmbench import hookspecs
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def hooks() -> dict[str, str]:
+    """Each hook cmbench declares -> the declaration it returns (``cmbench.Estimator``, ...)."""
+    manager = pluggy.PluginManager("cmbench")
+    manager.add_hookspecs(hookspecs)
+    found = {}
+    for name in vars(manager.hook):
+        if name.startswith("_"):
+            continue
+        returns = str(inspect.signature(getattr(hookspecs, name)).return_annotation)
+        declared = re.search(r"cmbench\.[A-Z]\w*", returns)
+        assert declared, f"hook {name}: its return annotation {returns!r} names no cmbench declaration"
+        found[name] = declared.group(0)
+    return found
+
+
+def plugin_section() -> str:
+    """README.md's section on writing a plugin, up to the next section of its level."""
+    match = re.search(r"^## Writing a plugin\n(.*?)(?=^## |\Z)", README.read_text(), flags=re.S | re.M)
+    assert match, f"{README} has no '## Writing a plugin' section"
+    return match.group(1)
+
+
+def test_the_hooks_are_found_by_introspection():
+    assert {"register_estimators": "cmbench.Estimator", "register_metrics": "cmbench.Metric"}.items() \
+        <= hooks().items()
+
+
+@pytest.mark.parametrize("hook", sorted(hooks()))
+def test_every_hook_is_documented_in_the_readme_with_what_it_returns(hook):
+    section, declared = plugin_section(), hooks()[hook]
+    rows = [line for line in section.splitlines() if f"`{hook}`" in line]
+    assert rows, f"hook {hook} (cmbench/hookspecs.py) is not in README.md's 'Writing a plugin' section"
+    assert any(f"`{declared}`" in row for row in rows), \
+        f"README.md names hook {hook} but not, on the same line, what it returns ({declared})"
