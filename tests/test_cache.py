@@ -9,53 +9,7 @@ from click.testing import CliRunner
 
 from cmbench.cli import main
 from cmbench.runner import Progress, run_suite
-
-PLUGIN = textwrap.dedent('''
-    import os
-    import numpy as np, cmbench
-
-    def _log(what):
-        with open(os.environ["CMBENCH_TEST_LOG"], "a") as f:
-            f.write(what + "\\n")
-
-    def corrupt(X, budget, *, rng, structure):
-        _log("corrupt")
-        k = int(np.floor(budget * X.shape[0]))
-        Xc = X.copy()
-        np.put_along_axis(Xc, np.argsort(X, axis=0, kind="stable")[:k], np.nan, axis=0)
-        return Xc
-
-    def fill(X, *, rng, structure, rank, shift=0.0):
-        _log("recover")
-        return np.where(np.isnan(X), np.nanmean(X, 0) + shift, X)
-
-    def est_a(X, *, rng, scale=1.0):
-        _log("estimate:a")
-        return scale * np.nanmean(X, 0)
-
-    def est_b(X, *, rng):
-        _log("estimate:b")
-        return np.nanmedian(X, 0)
-
-    def flaky(X, *, rng):
-        _log("estimate:flaky")
-        if os.path.exists(os.environ["CMBENCH_TEST_LOG"] + ".fail"):
-            raise RuntimeError("flaky failed")
-        return np.nanmean(X, 0)
-
-    @cmbench.hookimpl
-    def register_adversaries():
-        return [cmbench.Adversary("log-hide", corrupt, level="value", mode="missing")]
-
-    @cmbench.hookimpl
-    def register_recoverers():
-        return [cmbench.Recoverer("log-fill", fill, modes=("missing",), params={"shift": 0.0})]
-
-    @cmbench.hookimpl
-    def register_estimators():
-        return [cmbench.Estimator("est-a", est_a, params={"scale": 1.0}),
-                cmbench.Estimator("est-b", est_b), cmbench.Estimator("flaky", flaky)]
-''')
+from conftest import assert_same_cube, copy_plugin
 
 EXTRA = textwrap.dedent('''
     import os
@@ -96,7 +50,7 @@ def suite_text(estimators='["est-a", "est-b"]', budgets="[0.0, 0.2]", recoverers
 def env(tmp_path, monkeypatch):
     log = tmp_path / "calls.log"
     monkeypatch.setenv("CMBENCH_TEST_LOG", str(log))
-    (tmp_path / "logplug.py").write_text(PLUGIN)
+    copy_plugin("stage_log.py", tmp_path, "logplug.py")
     return tmp_path
 
 
@@ -111,17 +65,6 @@ def calls(tmp_path: Path) -> dict:
     lines = log.read_text().split() if log.exists() else []
     log.unlink(missing_ok=True)
     return {k: lines.count(k) for k in set(lines)}
-
-
-def values(ds):
-    return {v: ds[v].values for v in ds.data_vars if v != "seconds"}
-
-
-def assert_same(a, b):
-    va, vb = values(a), values(b)
-    assert va.keys() == vb.keys()
-    for k in va:
-        np.testing.assert_array_equal(va[k], vb[k], err_msg=k)
 
 
 def run(path, out, **kw):
@@ -143,7 +86,7 @@ def test_unchanged_rerun_computes_nothing(env):
     again = run(path, env / "out", stats=stats)
     assert calls(env) == {}
     assert stats.cached == stats.total == 4
-    assert_same(first, again)
+    assert_same_cube(first, again)
 
 
 def test_adding_an_estimator_computes_only_its_cells(env):
@@ -152,7 +95,7 @@ def test_adding_an_estimator_computes_only_its_cells(env):
     grown = run(write_suite(env, estimators='["est-a", "est-b", "flaky"]'), env / "out")
     assert calls(env) == {"estimate:flaky": 8}
     cold = run(write_suite(env, estimators='["est-a", "est-b", "flaky"]'), env / "cold")
-    assert_same(grown, cold)
+    assert_same_cube(grown, cold)
 
 
 def test_a_cli_plugin_estimator_computes_only_its_cells(env):
@@ -163,7 +106,7 @@ def test_a_cli_plugin_estimator_computes_only_its_cells(env):
     warm = run_suite(path, out=env / "out", report=False, plugins=[str(env / "extra.py")])["e"]
     assert calls(env) == {"estimate:extra": 8}
     cold = run_suite(path, out=env / "cold", report=False, plugins=[str(env / "extra.py")])["e"]
-    assert_same(warm, cold)
+    assert_same_cube(warm, cold)
 
 
 def test_reordering_lists_computes_nothing(env):
@@ -172,7 +115,7 @@ def test_reordering_lists_computes_nothing(env):
     swapped = run(write_suite(env, estimators='["est-b", "est-a"]', budgets="[0.2, 0.0]",
                               recoverers='["none", "log-fill"]'), env / "out")
     assert calls(env) == {}
-    assert_same(first, swapped.sel(estimator=["est-a", "est-b"], budget=[0.0, 0.2],
+    assert_same_cube(first, swapped.sel(estimator=["est-a", "est-b"], budget=[0.0, 0.2],
                                    recoverer=["log-fill", "none"]))
 
 
@@ -227,7 +170,7 @@ def test_failed_cells_are_recomputed_next_run_and_the_ok_cells_around_them_are_n
     good = run(path, env / "out")
     assert calls(env) == {"estimate:flaky": 8}
     assert (good["status"] == "ok").all()
-    assert_same(good, run(path, env / "cold"))
+    assert_same_cube(good, run(path, env / "cold"))
 
 
 def test_evicted_and_torn_matrices_are_recomputed_and_cubes_stay_identical(env):
@@ -235,21 +178,21 @@ def test_evicted_and_torn_matrices_are_recomputed_and_cubes_stay_identical(env):
     cold = run(path, env / "cold")
     cache = env / "out" / "c" / ".cache"
     # A cap below everything: the whole cache is evicted after the run; the next run recomputes all.
-    assert_same(cold, run(path, env / "out", cache_size="1kB"))
+    assert_same_cube(cold, run(path, env / "out", cache_size="1kB"))
     assert not list(cache.rglob("*.bin")) and not list((cache / "units").glob("*.json"))
     calls(env)
-    assert_same(cold, run(path, env / "out", cache_size=0))
+    assert_same_cube(cold, run(path, env / "out", cache_size=0))
     assert calls(env) == {"corrupt": 4, "recover": 4, "estimate:a": 8, "estimate:b": 8}
     # A cap that holds the records but not the matrices: least recently used matrices go first.
     run(path, env / "out")
     records = sum(p.stat().st_size for kind in ("units", "info") for p in (cache / kind).glob("*.json"))
     calls(env)
-    assert_same(cold, run(path, env / "out", cache_size=records + 10))
+    assert_same_cube(cold, run(path, env / "out", cache_size=records + 10))
     assert calls(env) == {} and not list(cache.rglob("*.bin")) and list((cache / "units").glob("*.json"))
     grown = write_suite(env, estimators='["est-a", "est-b", "flaky"]')
     evicted = run(grown, env / "out")  # default cap again: new matrices are kept
     assert calls(env) == {"corrupt": 4, "recover": 4, "estimate:flaky": 8}
-    assert_same(evicted, run(grown, env / "cold"))
+    assert_same_cube(evicted, run(grown, env / "cold"))
     # torn matrices: detected by their digest, recomputed
     for blob in cache.rglob("*.bin"):
         blob.write_bytes(blob.read_bytes()[: len(blob.read_bytes()) // 2])
@@ -257,7 +200,7 @@ def test_evicted_and_torn_matrices_are_recomputed_and_cubes_stay_identical(env):
     again = run(write_suite(env, estimators='["est-a", "est-b", "flaky", {name = "est-a", label = "a2", '
                                            'scale = 3.0}]'), env / "out")
     assert calls(env) == {"corrupt": 4, "recover": 4, "estimate:a": 8}
-    assert_same(again.sel(estimator=["est-a", "est-b", "flaky"]), evicted)
+    assert_same_cube(again.sel(estimator=["est-a", "est-b", "flaky"]), evicted)
 
 
 def test_a_well_formed_entry_with_a_malformed_body_is_recomputed(env):
@@ -284,7 +227,7 @@ def test_a_well_formed_entry_with_a_malformed_body_is_recomputed(env):
     again = run(path, env / "out", stats=stats)
     assert calls(env)["corrupt"] == 4
     assert stats.damaged == 4
-    assert_same(first, again)
+    assert_same_cube(first, again)
 
 
 def test_an_estimator_writing_into_its_input_cannot_change_other_cells(env):
@@ -394,7 +337,7 @@ def test_a_rerun_that_computes_nothing_rewrites_no_cube_and_redraws_no_report(en
     import xarray as xr
 
     with xr.open_dataset(cube) as ds:
-        assert_same(ds.load(), first)
+        assert_same_cube(ds.load(), first)
 
 
 def test_the_runner_draws_no_report_and_never_imports_the_report_package(env):

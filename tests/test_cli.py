@@ -1,24 +1,13 @@
 """The command line as a user meets it: real subprocesses, exit codes, one-line errors."""
-import subprocess
-import sys
-
 import xarray as xr
 
 import cmbench
+from conftest import assert_user_error, cli
 
 
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
-
-
-def assert_user_error(result, *fragments):
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("cmbench: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
+def refused(result, *needles):
+    """The subprocess ``result`` is a one-line user error (exit 2) holding every needle."""
+    return assert_user_error(result.returncode, result.stderr, *needles)
 
 
 def test_version():
@@ -49,44 +38,24 @@ def test_smoke_suite_runs_a_plugin_estimator(tmp_path, winsorized_file):
 
 
 def test_unknown_suite_lists_shipped_ones():
-    assert_user_error(cli("suite", "smok"), "unknown suite 'smok'", "did you mean 'smoke'", "paper")
+    refused(cli("suite", "smok"), "unknown suite 'smok'", "did you mean 'smoke'", "paper")
 
 
 def test_missing_plugin_file(tmp_path):
-    assert_user_error(cli("plugins", "--plugin", tmp_path / "nope.py"), "nope.py", "does not exist")
+    refused(cli("plugins", "--plugin", tmp_path / "nope.py"), "nope.py", "does not exist")
 
 
 def test_plugin_syntax_error(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import cmbench\n\nx = (\n")
-    assert_user_error(cli("suite", "smoke", "--plugin", bad, "--out", tmp_path), "bad.py:3", "syntax error")
+    refused(cli("suite", "smoke", "--plugin", bad, "--out", tmp_path), "bad.py:3", "syntax error")
 
 
 def test_duplicate_component_names_both_plugins(tmp_path, winsorized_file):
     twin = tmp_path / "twin.py"
     twin.write_text(winsorized_file.read_text())
-    assert_user_error(cli("plugins", "--plugin", winsorized_file, "--plugin", twin),
-                      "duplicate estimator name 'winsorized-mean'", "winsorized.py", "twin.py")
-
-
-def test_unknown_component_in_a_suite(tmp_path):
-    suite = tmp_path / "s.toml"
-    suite.write_text('name = "s"\n[[experiment]]\nname = "e"\ndatasets = ["synthetic-gaussian"]\n'
-                     'adversaries = ["hide-smalest"]\nbudgets = [0.1]\nrecoverers = ["none"]\n'
-                     'estimators = ["mean"]\n')
-    assert_user_error(cli("suite", suite, "--out", tmp_path), "s.toml", "experiment[0].adversaries[0]",
-                      "unknown adversary 'hide-smalest'", "did you mean 'hide-smallest'")
-
-
-def test_failed_cells_exit_1_and_are_summarized(tmp_path):
-    plugin = tmp_path / "broken.py"
-    plugin.write_text("import cmbench\n\ndef broken(X, *, rng):\n    return X[:, :1].mean(0)\n\n"
-                      "@cmbench.hookimpl\ndef register_estimators():\n"
-                      "    return [cmbench.Estimator('broken', broken)]\n")
-    result = cli("suite", "smoke", "--out", tmp_path / "out", "--plugin", plugin, "--no-report")
-    assert result.returncode == 1, result.stderr
-    assert "estimator 'broken'" in result.stderr and "returned shape (1,), expected (16,)" in result.stderr
-    assert "Traceback" not in result.stderr
+    refused(cli("plugins", "--plugin", winsorized_file, "--plugin", twin),
+            "duplicate estimator name 'winsorized-mean'", "winsorized.py", "twin.py")
 
 
 def test_report_command_redraws_from_cubes(tmp_path):
@@ -97,7 +66,7 @@ def test_report_command_redraws_from_cubes(tmp_path):
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 1000 and list((tmp_path / "png").glob("*.png"))
     assert len(list((tmp_path / "tables").glob("synthetic-*.tex"))) == 4  # ranking, mean error x 2 metrics
-    assert_user_error(cli("report", tmp_path / "missing.nc", "-o", out), "missing.nc")
+    refused(cli("report", tmp_path / "missing.nc", "-o", out), "missing.nc")
 
 
 def test_datasets_table(monkeypatch):

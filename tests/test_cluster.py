@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import WINSORIZED
+from conftest import WINSORIZED, assert_same_cube, open_cube
 
 pytest.importorskip("distributed")
 
@@ -151,22 +151,6 @@ def client_env(**extra) -> dict:
     env = dict(os.environ, **extra)
     env.setdefault("MPLBACKEND", "Agg")
     return env
-
-
-def values(ds: xr.Dataset) -> dict:
-    return {v: ds[v].values for v in ds.data_vars if v != "seconds"}
-
-
-def assert_same_cube(a: xr.Dataset, b: xr.Dataset) -> None:
-    va, vb = values(a), values(b)
-    assert va.keys() == vb.keys()
-    for k in va:
-        np.testing.assert_array_equal(va[k], vb[k], err_msg=k)
-
-
-def open_cube(path: Path) -> xr.Dataset:
-    with xr.open_dataset(path) as ds:
-        return ds.load()
 
 
 def cli(args: list, cwd: Path, **env) -> subprocess.CompletedProcess:

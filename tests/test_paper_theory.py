@@ -9,6 +9,7 @@ import pytest
 import scipy.linalg
 
 from cmbench import theory as T
+from conftest import good_suite
 
 
 def paper_a(seed=0):
@@ -79,23 +80,15 @@ def test_dis_compare_page_in_a_report_that_names_it(tmp_path):
     assert not any("disCompare" in p for p in pages)
 
 
-def test_suite_names_theory_figures(write_suite):
+def test_suite_names_theory_figures(tmp_path):
     from cmbench.errors import SuiteError
     from cmbench.suite import load_suite
 
-    text = """
-    name = "s"
-    theory_figures = ["fig:disCompare"]
-    [[experiment]]
-    name = "e"
-    datasets = [{name = "synthetic-gaussian", N = 60}]
-    adversaries = ["hide-smallest"]
-    budgets = [0.0, 0.1]
-    recoverers = ["none"]
-    estimators = ["mean"]
-    """
-    assert load_suite(write_suite(text)).theory_figures == ("fig:disCompare",)
-    path = write_suite(text.replace("fig:disCompare", "fig:disCompar"))
+    def suite(figure: str):
+        return good_suite(tmp_path, "seed = 3", f'seed = 3\ntheory_figures = ["{figure}"]')
+
+    assert load_suite(suite("fig:disCompare")).theory_figures == ("fig:disCompare",)
+    path = suite("fig:disCompar")
     with pytest.raises(SuiteError, match=r"key 'theory_figures\[0\]': unknown figure 'fig:disCompar'; "
                                          r"did you mean 'fig:disCompare'") as err:
         load_suite(path)

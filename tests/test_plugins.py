@@ -41,14 +41,21 @@ def test_dotted_module(tmp_path, monkeypatch, winsorized_file):
     assert str(registry.source("estimators", "winsorized-mean")) == "my_cm_plugin 2.3"
 
 
-def test_entry_point_through_importlib_metadata(tmp_path, monkeypatch, winsorized_file):
-    # A real distribution on sys.path: a *.dist-info with entry_points.txt, as pip would install it.
-    (tmp_path / "cm_winsor.py").write_text(winsorized_file.read_text())
-    info = tmp_path / "cm_winsor-1.4.0.dist-info"
+def _installed_distribution(tmp_path, monkeypatch, plugin, module: str, version: str) -> None:
+    """A real distribution on sys.path, as pip would install it: ``module`` (the plugin file's text)
+    and a ``*.dist-info`` whose entry_points.txt names it in group ``cmbench`` (as ``winsor``).
+    Each test uses its own module name: an imported module stays in sys.modules."""
+    (tmp_path / f"{module}.py").write_text(plugin.read_text())
+    name = module.replace("_", "-")
+    info = tmp_path / f"{module}-{version}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cm-winsor\nVersion: 1.4.0\n")
-    (info / "entry_points.txt").write_text("[cmbench]\nwinsor = cm_winsor\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(f"[cmbench]\nwinsor = {module}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_entry_point_through_importlib_metadata(tmp_path, monkeypatch, winsorized_file):
+    _installed_distribution(tmp_path, monkeypatch, winsorized_file, "cm_winsor", "1.4.0")
     registry = load_plugins()
     assert "winsorized-mean" in registry.estimators
     source = registry.source("estimators", "winsorized-mean")
@@ -154,18 +161,9 @@ def test_wrong_declaration_type(tmp_path):
         load_plugins([str(path)])
 
 
-def _installed_distribution(tmp_path, monkeypatch, winsorized_file):
-    (tmp_path / "cm_winsor2.py").write_text(winsorized_file.read_text())
-    info = tmp_path / "cm_winsor2-1.0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cm-winsor2\nVersion: 1.0.0\n")
-    (info / "entry_points.txt").write_text("[cmbench]\nwinsor = cm_winsor2\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-
-
 @pytest.mark.parametrize("value, loaded", [("1", False), ("yes", False), ("0", True), ("", True)])
 def test_disable_plugin_autoload_skips_entry_points(tmp_path, monkeypatch, winsorized_file, value, loaded):
-    _installed_distribution(tmp_path, monkeypatch, winsorized_file)
+    _installed_distribution(tmp_path, monkeypatch, winsorized_file, "cm_winsor2", "1.0.0")
     monkeypatch.setenv("CMBENCH_DISABLE_PLUGIN_AUTOLOAD", value)
     registry = load_plugins()
     assert ("winsorized-mean" in registry.estimators) is loaded

@@ -318,13 +318,17 @@ def test_ithsvd_edge_cases():
     assert np.array_equal(Y, X) and info == {"converged": True, "iterations": 0}
 
 
-def test_ithsvd_with_no_iteration_returns_the_median_start():
+def assert_no_iteration_gives_the_median_start(recover) -> None:
+    """``recover(..., max_iter=0)`` returns its start: hidden entries filled with the column medians."""
     X = sample(block_structure(), 200, seed=9)
     Xm = hide_smallest(X, 0.1)
-    Y, info = rec.ithsvd(Xm, rng=None, structure=None, rank=8, max_iter=0)
+    Y, info = recover(Xm, rng=None, structure=None, rank=8, max_iter=0)
     assert info == {"converged": False, "iterations": 0}
-    hidden = np.isnan(Xm)
-    np.testing.assert_array_equal(Y, np.where(hidden, np.nanmedian(Xm, axis=0), Xm))
+    np.testing.assert_array_equal(Y, np.where(np.isnan(Xm), np.nanmedian(Xm, axis=0), Xm))
+
+
+def test_ithsvd_with_no_iteration_returns_the_median_start():
+    assert_no_iteration_gives_the_median_start(rec.ithsvd)
 
 
 def test_ithsvd_chunks_do_not_change_the_iterates(monkeypatch):

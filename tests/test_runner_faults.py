@@ -93,6 +93,8 @@ def test_faulty_plugins_do_not_stop_the_sweep(faulty_run):
     # every cell of a failed adversary or recoverer is failed too, none is silently missing
     assert set(np.unique(ds["status"].values)) <= {"ok", "failed", "timeout"}
     assert "cells failed or timed out" in result.stderr
+    assert any("returned shape (15,), expected (16,)" in line for line in _summary_lines(result, "wrong-shape")), \
+        result.stderr
 
 
 def test_hanging_plugin_is_stopped_by_timeout(faulty_run):

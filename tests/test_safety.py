@@ -12,7 +12,6 @@ import os
 import resource
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -24,29 +23,17 @@ from cmbench.cli import main
 from cmbench.errors import SuiteError
 from cmbench.runner import run_suite
 from cmbench.suite import load_suite
+import conftest
+from conftest import assert_user_error, write
+from conftest import cli_inproc as cli
 
 
 # ====================================================================== helpers
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-GOOD = """\
-name = "s"
-seed = 3
-[[experiment]]
-name = "e"
-datasets = [{name = "synthetic-gaussian", N = 60}]
-instances = 1
-adversaries = ["hide-smallest"]
-budgets = [0.0, 0.2]
-recoverers = ["none"]
-estimators = ["mean", "cmedian"]
-metrics = ["l2"]
-"""
+# conftest's small suite, named "s", with one recoverer and one metric (the cell counts below rely on it).
+GOOD = (conftest.GOOD.replace('name = "r"', 'name = "s"')
+        .replace('recoverers = ["none", "exact"]', 'recoverers = ["none"]')
+        .replace('metrics = ["l2", "mahalanobis"]', 'metrics = ["l2"]'))
 
 
 def suite_file(tmp_path: Path, old: str = "", new: str = "", name: str = "suite.toml") -> Path:
@@ -81,14 +68,6 @@ def nothing_written_outside(root: Path, out: Path):
                              f"{sorted(p for p in before.keys() & after.keys() if before[p] != after[p])}")
 
 
-def cli(*args) -> tuple[int, str]:
-    """The `cmbench` click command in-process: (exit code, stderr); an escaping exception fails."""
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception  # on the real CLI, a traceback
-    return result.exit_code, result.stderr
-
-
 def cli_process(*args, memory_gb: float = 3.0, timeout: float = 120) -> subprocess.CompletedProcess:
     """The real command line in a fresh interpreter whose address space is capped.
 
@@ -99,18 +78,6 @@ def cli_process(*args, memory_gb: float = 3.0, timeout: float = 120) -> subproce
     return subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout,
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
-
-
-def assert_user_error(code: int, stderr: str, *needles: str) -> str:
-    """Exit 2 and exactly one line 'cmbench: error: ...' holding every needle."""
-    assert "Traceback" not in stderr, stderr
-    lines = stderr.strip().splitlines()
-    assert code == 2, f"exit {code}: {stderr}"
-    assert len(lines) == 1, f"expected one line, got:\n{stderr}"
-    assert lines[0].startswith("cmbench: error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], f"{needle!r} not in: {lines[0]}"
-    return lines[0]
 
 
 @pytest.fixture

@@ -76,19 +76,30 @@ KEY_MISTAKES = [
 ]
 
 
+def assert_refused(tmp_path, old: str, new: str, *needles: str, real_cli: bool = False) -> str:
+    """``GOOD`` with ``old`` replaced by ``new`` is refused naming the file and every needle; nothing is written.
+
+    ``real_cli`` runs ``cmbench suite`` in a new interpreter, else the same click command in-process.
+    """
+    path, out = good_suite(tmp_path, old, new), tmp_path / "out"
+    if real_cli:
+        result = cli("suite", path, "--out", out)
+        code, err = result.returncode, result.stderr
+    else:
+        code, err = cli_inproc("suite", path, "--out", out, "--no-report")
+    msg = assert_user_error(code, err, str(path), *needles)
+    assert not out.exists()
+    return msg
+
+
 def test_suite_key_mistake_exits_2_through_the_real_cli(tmp_path):
-    path = good_suite(tmp_path, "instances = 1", "instancs = 1")
-    result = cli("suite", path, "--out", tmp_path / "out")
-    assert_user_error(result.returncode, result.stderr, str(path), "'experiment[0].instancs'",
-                      "unknown key", "did you mean 'instances'")
+    assert_refused(tmp_path, "instances = 1", "instancs = 1", "'experiment[0].instancs'", "unknown key",
+                   "did you mean 'instances'", real_cli=True)
 
 
 @pytest.mark.parametrize("old, new, needles", KEY_MISTAKES)
 def test_suite_key_mistakes_name_the_key_what_was_expected_and_the_close_match(tmp_path, old, new, needles):
-    path = good_suite(tmp_path, old, new)
-    code, err = cli_inproc("suite", path, "--out", tmp_path / "out", "--no-report")
-    assert_user_error(code, err, str(path), *needles)
-    assert not (tmp_path / "out").exists()
+    assert_refused(tmp_path, old, new, *needles)
 
 
 def test_component_parameter_of_the_wrong_type_exits_2(tmp_path):
@@ -127,10 +138,8 @@ def _check_unknown(msg: str, kind: str, right: str) -> None:
 
 
 def test_unknown_component_exits_2_through_the_real_cli(tmp_path):
-    path = good_suite(tmp_path, '"cmedian"', '"cmedain"')
-    result = cli("suite", path, "--out", tmp_path / "out")
-    msg = assert_user_error(result.returncode, result.stderr, str(path), "unknown estimator 'cmedain'",
-                            "did you mean 'cmedian'?")
+    msg = assert_refused(tmp_path, '"cmedian"', '"cmedain"', "experiment[0].estimators[1]",
+                         "unknown estimator 'cmedain'", "did you mean 'cmedian'?", real_cli=True)
     _check_unknown(msg, "estimators", "cmedian")
 
 
@@ -171,17 +180,13 @@ GRID_MISTAKES = [
 
 
 def test_budget_outside_unit_interval_exits_2_through_the_real_cli(tmp_path):
-    path = good_suite(tmp_path, 'budgets = [0.0, 0.2]', 'budgets = [0.1, 1.5]')
-    result = cli("suite", path, "--out", tmp_path / "out")
-    assert_user_error(result.returncode, result.stderr, str(path), "budgets", "1.5", "outside [0, 1]")
+    assert_refused(tmp_path, 'budgets = [0.0, 0.2]', 'budgets = [0.1, 1.5]', "budgets", "1.5", "outside [0, 1]",
+                   real_cli=True)
 
 
 @pytest.mark.parametrize("old, new, needles", GRID_MISTAKES)
 def test_grid_mistakes_name_the_offending_value(tmp_path, old, new, needles):
-    path = good_suite(tmp_path, old, new)
-    code, err = cli_inproc("suite", path, "--out", tmp_path / "out", "--no-report")
-    assert_user_error(code, err, str(path), *needles)
-    assert not (tmp_path / "out").exists()
+    assert_refused(tmp_path, old, new, *needles)
 
 
 def test_duplicate_experiment_names_exit_2(tmp_path):
