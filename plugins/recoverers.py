@@ -179,10 +179,15 @@ def _top_eigenvectors(G: np.ndarray, k: int) -> np.ndarray:
     return np.linalg.eigh(G)[1][:, n - k:]
 
 
-# `accelerate`: a jump every _JUMP_EVERY iterations once the projector changes
-# by at most _SETTLED (Frobenius norm) per iteration; directions whose
-# eigenvalue of P_MM is within _FREE of 1 count as left free by a row.
-_JUMP_EVERY, _SETTLED, _FREE = 10, 1e-6, 1e-6
+# `limit_jumps`: identifiability is checked every _CHECK_EVERY iterations; a row
+# counts as identifiable when every eigenvalue of its P_MM is at most 1 - margin,
+# margin = max(_MARGIN, _FREE_RATIO * residual^2) (see `ithsvd`). Rows per
+# batched eigen/solve call: _ROWS_PER_BATCH.
+_CHECK_EVERY, _MARGIN, _FREE_RATIO, _ROWS_PER_BATCH = 10, 1e-7, 1.0, 4096
+# Jumps at most before giving up on a certified fixed point (and restoring the
+# plain iteration where they began).
+_MAX_JUMPS = 200
+
 
 
 class _HardImpute:
@@ -216,7 +221,7 @@ class _HardImpute:
     def basis(self) -> np.ndarray:
         """(n, rank) orthonormal basis of the top right singular subspace of Z."""
         Z = self.Z
-        G = self.G_fixed + Z.T @ Z
+        self.G = G = self.G_fixed + Z.T @ Z
         n, k = G.shape[0], self.rank
         if self.svd == "exact":
             return _top_eigenvectors(G, k)
@@ -247,42 +252,75 @@ class _HardImpute:
             Zc.put(at, new)
         return np.sqrt(change), np.sqrt(scale)
 
-    def _jump_setup(self):
-        """Each row's missing columns, rows grouped by their count (for `jump`)."""
-        self.buckets = []
-        mask = np.zeros(self.Z.shape, bool)
-        for sl, at in self.chunks:
-            mask[sl].ravel()[at] = True
-        count = mask.sum(axis=1)
-        for m in np.unique(count):
-            rows = np.flatnonzero(count == m)
-            self.buckets.append((rows, np.nonzero(mask[rows])[1].reshape(-1, m)))
+    def _buckets(self) -> list:
+        """Each incomplete row's missing columns, rows grouped by their count:
+        ``[(rows, cols (len(rows), m)), ...]``, computed once."""
+        if not hasattr(self, "_by_count"):
+            mask = np.zeros(self.Z.shape, bool)
+            for sl, at in self.chunks:
+                mask[sl].ravel()[at] = True
+            count = mask.sum(axis=1)
+            self._by_count = [(rows, np.nonzero(mask[rows])[1].reshape(-1, m))
+                              for m in np.unique(count) for rows in [np.flatnonzero(count == m)]]
+        return self._by_count
 
-    def jump(self, P: np.ndarray):
-        """Move every row to the limit of the plain iteration with the projector P held fixed.
+    def residual(self) -> float:
+        """Relative distance of the filled matrix from rank ``rank`` at the last
+        `step`: ``||Z (I - P)||_F / ||Z||_F``, from the Gram matrix."""
+        G, P = self.G, self.P
+        return float(np.sqrt(max(0.0, 1.0 - np.sum(P * G) / np.trace(G))))
+
+    def margin(self) -> float:
+        """The gap below 1 that `identifiable` asks of every eigenvalue:
+        ``max(_MARGIN, _FREE_RATIO * residual^2)``. A row free along a
+        direction of the limit's subspace shows, under a projector that
+        leaves a relative residual e, a gap of at most about e^2."""
+        return max(_MARGIN, _FREE_RATIO * self.residual() ** 2)
+
+    def identifiable(self, P: np.ndarray, margin: float) -> bool:
+        """Whether every incomplete row's missing entries are determined by its
+        visible ones under the projector P: every eigenvalue of every row's
+        ``P_MM`` is at most ``1 - margin``.
+
+        An eigenvalue 1 of ``P_MM`` is a direction of range(P) supported on
+        the missing entries: a row free to move along it while agreeing with
+        its visible entries, whose limit then depends on the iteration's path.
+        """
+        for rows, cols in self._buckets():
+            for lo in range(0, len(rows), _ROWS_PER_BATCH):
+                c = cols[lo:lo + _ROWS_PER_BATCH]
+                if np.linalg.eigvalsh(P[c[:, :, None], c[:, None, :]])[:, -1].max() > 1.0 - margin:
+                    return False
+        return True
+
+    def jump(self, P: np.ndarray) -> float:
+        """Move every incomplete row to the limit of the plain iteration with P held fixed.
 
         With P fixed, a row's missing entries follow ``x_M <- P_MM x_M + b``,
         ``b = P_MV x_V``: alternating projection between range(P) and the
-        points that agree with the row's visible entries. In the eigenbasis
-        of P_MM (eigenvalues lambda in [0, 1]) each coordinate converges to
-        ``d / (1 - lambda)`` (d: b's coordinate), except along lambda = 1,
-        where the visible entries leave the row free and the iteration keeps
-        the current value; so does this, for 1 - lambda <= ``_FREE``.
+        points that agree with the row's visible entries. Where every
+        eigenvalue of ``P_MM`` is below 1 (`identifiable`), it converges from
+        any start to the one solution of ``(I - P_MM) x_M = b``, which this
+        solves for directly.
+
+        Returns
+        -------
+        float
+            ``||new - old||`` over the missing entries.
         """
-        if not hasattr(self, "buckets"):
-            self._jump_setup()
-        for rows, cols in self.buckets:
-            x = self.Z[rows]
-            xm = np.take_along_axis(x, cols, 1)
-            PMM = P[cols[:, :, None], cols[:, None, :]]
-            b = np.take_along_axis(x @ P, cols, 1) - np.einsum("rij,rj->ri", PMM, xm)
-            lam, Q = np.linalg.eigh(PMM)
-            gap = 1.0 - lam
-            free = gap <= _FREE
-            c = np.where(free, np.einsum("rji,rj->ri", Q, xm),
-                         np.einsum("rji,rj->ri", Q, b) / np.where(free, 1.0, gap))
-            np.put_along_axis(x, cols, np.einsum("rij,rj->ri", Q, c), 1)
-            self.Z[rows] = x
+        change = 0.0
+        for rows, cols in self._buckets():
+            for lo in range(0, len(rows), _ROWS_PER_BATCH):
+                r, c = rows[lo:lo + _ROWS_PER_BATCH], cols[lo:lo + _ROWS_PER_BATCH]
+                x = self.Z[r]
+                old = np.take_along_axis(x, c, 1)
+                PMM = P[c[:, :, None], c[:, None, :]]
+                b = np.take_along_axis(x @ P, c, 1) - np.einsum("rij,rj->ri", PMM, old)
+                new = np.linalg.solve(np.eye(c.shape[1]) - PMM, b[:, :, None])[:, :, 0]
+                change += float(np.sum((new - old) ** 2))
+                np.put_along_axis(x, c, new, 1)
+                self.Z[r] = x
+        return float(np.sqrt(change))
 
     def result(self, X: np.ndarray) -> np.ndarray:
         out = np.array(X, dtype=float, copy=True)
@@ -291,7 +329,7 @@ class _HardImpute:
 
 
 def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None, tol: float = 1e-6,
-           max_iter: int = 100, svd: str = "exact", init: str = "median", accelerate: bool = False):
+           max_iter: int = 100, svd: str = "exact", init: str = "median", limit_jumps: bool = False):
     """Two-Step-M: matrix completion by iterative hard-thresholded SVD, as the supplementary states it.
 
     The supplementary ("Details of the Recovery Steps"): fill the missing
@@ -314,19 +352,28 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None, tol: float = 1
     randomized range finder of Z's row space (oversampling 10, 4-7 power
     iterations, Rayleigh-Ritz), drawn from ``rng`` at each iteration.
 
-    ``accelerate=True`` goes beyond the paper (off by default, and the paper
-    suite does not use it). Below the learnability threshold the plain
-    iteration is an alternating projection that crawls: barely identifiable
-    rows approach their limit at a rate close to 1. Once the projector has
-    settled (it changes by at most 1e-6 between iterations), every 10th
-    iteration is followed by a jump of each row to its limit with the
-    projector held fixed (`_HardImpute.jump`); the stopping rule is tested
-    on the plain iterations only, so it stops at a fixed point of the plain
-    map. On exactly low-rank data where every row is identifiable that fixed
-    point is unique and the jump only gets there sooner. Where the visible
-    entries leave a row directions free, the plain limit along them depends
-    on the whole path, which the jumps change: the result can differ from
-    the plain iteration's limit (benchmarks/README.md measures how much).
+    ``limit_jumps=True`` goes beyond the paper's text (off by default) to
+    reach the same limit sooner. Where the plain iteration crawls (a row
+    whose visible entries barely determine its missing ones approaches its
+    limit at a rate close to 1), it moves every incomplete row to the limit
+    the plain iteration would reach with the current projector P held fixed
+    (`_HardImpute.jump`: one small linear solve per row), then alternates
+    plain iterations and jumps. It does so only while every incomplete row
+    is identifiable under P: every eigenvalue of its ``P_MM`` (the rows and
+    columns of its missing entries) is at most ``1 - margin``, so that the
+    fixed-projector limit is unique whatever the path; the margin is the
+    larger of 1e-7 and the squared relative residual of the filled matrix
+    off rank ``rank`` (a row free along a direction shows about that gap
+    while P still moves). Checks come every 10 iterations. It stops, with
+    ``converged``, at a fixed point of the plain map: the iteration's plain
+    step and the jump both change the missing entries by at most ``tol``
+    relative, every row identifiable there. If identifiability is lost, or
+    no such point is reached within ``max_iter`` iterations or 200 jumps in
+    all, the jumps are undone and the plain iteration continues from where
+    they began, under the same stopping rule. So the result is either such
+    a certified fixed point or exactly the plain iteration's result. Where
+    the visible entries leave a row free along a direction of the subspace,
+    the plain limit depends on the path and no jump is kept.
 
     Parameters
     ----------
@@ -336,12 +383,15 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None, tol: float = 1
     max_iter : iterations at most (0: the median fill).
     svd : ``"exact"`` or ``"randomized"``.
     init : the start; ``"median"`` (the supplementary's) is the one there is.
-    accelerate : jump to the fixed-subspace limit once the subspace settles.
+    limit_jumps : jump to the fixed-projector limit where every row is
+        identifiable (beyond the paper; see above).
 
     Returns
     -------
     X_filled : (N, n) float.
-    info : ``{"converged": bool, "iterations": int}``.
+    info : ``{"converged": bool, "iterations": int}``, and with
+        ``limit_jumps`` also ``"jumps"``: how many jumps the returned fill
+        took (0: it is the plain iteration's).
 
     Raises
     ------
@@ -370,17 +420,39 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None, tol: float = 1
     if not seen.all():
         raise cmbench.Undefined(f"ithsvd: column(s) {np.flatnonzero(~seen).tolist()} have no visible entry")
     state = _HardImpute(X, k, svd, _as_rng(rng))
-    converged, it, last = False, 0, None
-    for it in range(1, int(max_iter) + 1):
+    converged, it, jumps, spent, saved = False, 0, 0, 0, None
+    while it < max_iter:
+        it += 1
         change, scale = state.step()
-        if change <= tol * scale:
-            converged = True
-            break
-        if accelerate:
-            if it % _JUMP_EVERY == 0 and np.linalg.norm(state.P - last) <= _SETTLED:
+        if saved is None:
+            if change <= tol * scale:
+                converged = True
+                break
+            if (limit_jumps and spent < _MAX_JUMPS and it % _CHECK_EVERY == 0
+                    and state.identifiable(state.P, state.margin())):
+                saved = (it, state.Z.copy())
                 state.jump(state.P)
-            last = state.P
-    return state.result(X), {"converged": converged, "iterations": it}
+                jumps, spent = 1, spent + 1
+            continue
+        # Jumping: done at a fixed point of the plain map, where the plain step
+        # and the jump to the fixed-projector limit both leave the fill in place,
+        # with every row identifiable there.
+        if state.identifiable(state.P, state.margin()):
+            change = max(change, state.jump(state.P))
+            jumps, spent = jumps + 1, spent + 1
+            if change <= tol * scale:
+                converged, saved = True, None
+                break
+            if it < max_iter and spent < _MAX_JUMPS:
+                continue
+        # No certified fixed point: back to the plain iteration where the jumps began.
+        (it, state.Z), saved, jumps = saved, None, 0
+    if saved is not None:  # the first jump came at the last iteration
+        (it, state.Z), jumps = saved, 0
+    info = {"converged": converged, "iterations": it}
+    if limit_jumps:
+        info["jumps"] = jumps
+    return state.result(X), info
 
 
 # ----------------------------------------------------------------------------
@@ -598,7 +670,7 @@ def register_recoverers():
             description="Two-Step-E: least squares on the visible entries with the known A"),
         cmbench.Recoverer(
             "ithsvd", ithsvd,
-            params={"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median", "accelerate": False},
+            params={"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median", "limit_jumps": False},
             modes=("missing",),
             description="Two-Step-M: the supplementary's iterative hard-thresholded SVD (median start, rank hint)"),
         cmbench.Recoverer(

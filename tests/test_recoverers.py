@@ -94,7 +94,7 @@ def test_declarations_fit_the_contract():
     decls = {d.name: d for d in rec.register_recoverers()}
     assert set(decls) == {"none", "exact", "ithsvd", "randomized", "basis-pursuit", "omp"}
     assert decls["ithsvd"].params == {"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median",
-                                      "accelerate": False}
+                                      "limit_jumps": False}
     assert decls["none"].modes == ("missing", "replace") and not decls["none"].needs_structure
     assert decls["exact"].modes == ("missing",) and decls["exact"].needs_structure
     assert decls["ithsvd"].modes == ("missing",) and not decls["ithsvd"].needs_structure
@@ -249,15 +249,18 @@ def test_ithsvd_jump_is_the_limit_with_the_projector_held_fixed():
     for _ in range(5):
         state.step()
     P, start = state.P.copy(), state.Z.copy()
-    state.jump(P)
+    assert state.identifiable(P, 1e-7)
+    moved = state.jump(P)
     jumped = state.Z.copy()
+    hidden = np.isnan(Xm[state.rows])
+    assert np.isclose(moved, np.linalg.norm(jumped[hidden] - start[hidden]))
     state.Z = start
     _fixed_projector_iteration(state, P, 20000)
     assert np.abs(jumped - state.Z).max() <= 1e-9 * np.abs(state.Z).max()
 
 
 @pytest.mark.parametrize("frac", [0.03, 0.05])
-def test_ithsvd_accelerated_reaches_the_plain_limit_where_it_is_unique(frac):
+def test_ithsvd_limit_jumps_reach_the_plain_limit_where_it_is_unique(frac):
     # Exactly low rank, every row identifiable: one fixed point, which the
     # plain loop reaches in a few hundred iterations and the jumps sooner.
     rng = np.random.default_rng(int(frac * 1000))
@@ -265,19 +268,35 @@ def test_ithsvd_accelerated_reaches_the_plain_limit_where_it_is_unique(frac):
     Xm = np.where(rng.random(X.shape) < frac, np.nan, X)
     hidden = np.isnan(Xm)
     ref, info = ithsvd_svd_loop(Xm, 8, tol=1e-12, max_iter=20000)
-    Y, info_a = rec.ithsvd(Xm, rng=None, rank=8, tol=1e-12, max_iter=20000, accelerate=True)
-    assert info["converged"] and info_a["converged"] and info_a["iterations"] < info["iterations"]
+    Y, info_j = rec.ithsvd(Xm, rng=None, rank=8, tol=1e-12, max_iter=20000, limit_jumps=True)
+    assert info["converged"] and info_j["converged"] and info_j["jumps"] > 0
+    assert info_j["iterations"] < info["iterations"]
     assert np.linalg.norm(Y[hidden] - ref[hidden]) <= 1e-6 * np.linalg.norm(ref[hidden])
     assert np.abs(Y - X).max() <= 1e-6 * np.abs(X).max()
 
 
-def test_ithsvd_accelerated_is_the_plain_iteration_until_the_subspace_settles():
-    # Noisy data: the projector keeps moving by more than the settling
-    # threshold over these iterations, so no jump happens.
+def test_ithsvd_limit_jumps_are_undone_without_a_certified_fixed_point(monkeypatch):
+    # tol = 0 is never met: the jumps that begin at iteration 10 are undone at
+    # max_iter and the result is the plain iteration's, bit for bit.
+    rng = np.random.default_rng(30)
+    X = sample(block_structure(seed=9), 300, seed=51)
+    Xm = np.where(rng.random(X.shape) < 0.03, np.nan, X)
+    plain, info = rec.ithsvd(Xm, rng=None, rank=8, tol=0.0, max_iter=40)
+    calls = []
+    original = rec._HardImpute.jump
+    monkeypatch.setattr(rec._HardImpute, "jump", lambda self, P: calls.append(1) or original(self, P))
+    fast, info_j = rec.ithsvd(Xm, rng=None, rank=8, tol=0.0, max_iter=40, limit_jumps=True)
+    assert calls  # it did jump
+    assert info_j == {**info, "jumps": 0} and np.array_equal(plain, fast)
+
+
+def test_ithsvd_limit_jumps_keep_the_plain_iteration_on_noisy_data():
+    # Noise leaves the filled matrix far from rank r: the margin (its squared
+    # residual) exceeds the rows' gaps, so no jump is tried.
     _, Xm, rank = _small_cases()[1]
-    plain, info = rec.ithsvd(Xm, rng=None, rank=rank, tol=0.0, max_iter=20)
-    fast, info_a = rec.ithsvd(Xm, rng=None, rank=rank, tol=0.0, max_iter=20, accelerate=True)
-    assert info == info_a and np.array_equal(plain, fast)
+    plain, info = rec.ithsvd(Xm, rng=None, rank=rank, tol=1e-8, max_iter=60)
+    fast, info_j = rec.ithsvd(Xm, rng=None, rank=rank, tol=1e-8, max_iter=60, limit_jumps=True)
+    assert info_j == {**info, "jumps": 0} and np.array_equal(plain, fast)
 
 
 def test_ithsvd_randomized_svd_follows_the_exact_iteration():
