@@ -420,6 +420,7 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None, tol: float = 1
     if not seen.all():
         raise cmbench.Undefined(f"ithsvd: column(s) {np.flatnonzero(~seen).tolist()} have no visible entry")
     state = _HardImpute(X, k, svd, _as_rng(rng))
+    max_iter = int(max_iter)
     converged, it, jumps, spent, saved = False, 0, 0, 0, None
     while it < max_iter:
         it += 1
