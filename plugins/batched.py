@@ -21,7 +21,26 @@ CHUNK_ELEMENTS = 1 << 21
 
 
 def check_rank(rank, n: int, method: str) -> int:
-    """The rank a completion method uses: the data set's hint, required, in 1..n."""
+    """The rank a completion method uses: the data set's hint, required, in 1..n.
+
+    Parameters
+    ----------
+    rank : the rank hint (None when the data set gives none).
+    n : the number of columns.
+    method : the recoverer's name, for the messages.
+
+    Returns
+    -------
+    int
+        The rank.
+
+    Raises
+    ------
+    cmbench.NotApplicable
+        Without a rank hint.
+    ValueError
+        For a rank outside 1..n.
+    """
     if rank is None:
         raise cmbench.NotApplicable(f"{method} needs a rank: the data set gives no rank hint")
     k = int(rank)
@@ -31,7 +50,18 @@ def check_rank(rank, n: int, method: str) -> int:
 
 
 def rank_tol(s: np.ndarray, rcond: float) -> float:
-    """Absolute singular-value threshold: ``rcond`` times the largest one (0 for a zero matrix)."""
+    """Absolute singular-value threshold: ``rcond`` times the largest one.
+
+    Parameters
+    ----------
+    s : singular values.
+    rcond : relative threshold.
+
+    Returns
+    -------
+    float
+        ``rcond * max(s)``, 0 when ``s`` is empty.
+    """
     return float(rcond * s.max()) if s.size else 0.0
 
 
@@ -272,7 +302,18 @@ PASS_ELEMENTS = 1 << 20
 
 
 def row_chunks(count: int, width: int):
-    """Slices of ``range(count)`` holding about ``PASS_ELEMENTS / width`` rows each."""
+    """Slices of ``range(count)`` holding about ``PASS_ELEMENTS / width`` rows each.
+
+    Parameters
+    ----------
+    count : the number of rows.
+    width : the number of columns (floats per row).
+
+    Yields
+    ------
+    slice
+        Consecutive row ranges covering ``range(count)``.
+    """
     step = max(1, PASS_ELEMENTS // max(1, width))
     for lo in range(0, count, step):
         yield slice(lo, min(count, lo + step))
@@ -282,8 +323,8 @@ def psd_factor(A: np.ndarray, tau: float, floor: float = 0.0) -> tuple[np.ndarra
     """Batched Cholesky of symmetric PSD matrices, skipping dependent columns.
 
     The batch is the LAST axis, so each of the m column steps is a contiguous
-    vector operation over all systems (numpy's batched LAPACK calls pay ~1-5 us
-    per small matrix; this pays per column, not per matrix). A column whose
+    vector operation over all systems (numpy's batched LAPACK calls pay a
+    fixed cost per small matrix; this pays per column, not per matrix). A column whose
     pivot is at most ``tau`` times its diagonal depends (numerically) on the
     earlier ones: it is skipped (0 below the diagonal, 1 on it) and flagged,
     so L is the Cholesky factor of the kept columns' submatrix.
@@ -326,7 +367,16 @@ def psd_solve(L: np.ndarray, skip: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve ``A x = b`` with `psd_factor`'s factor; x is 0 on skipped columns.
 
     When b is in the range of A (it is here up to rounding) x is a solution;
-    `null_basis` gives the directions it leaves free. b : (m, R) -> (m, R).
+    `null_basis` gives the directions it leaves free.
+
+    Parameters
+    ----------
+    L, skip : `psd_factor`'s factor and skipped columns, (m, m, R) and (m, R).
+    b : (m, R) right-hand sides.
+
+    Returns
+    -------
+    (m, R) the solutions.
     """
     m = L.shape[0]
     y = np.empty_like(b)
@@ -356,6 +406,10 @@ def null_basis(L: np.ndarray, skip: np.ndarray) -> np.ndarray:
     substitution from the row L[j, :j]). Gram-Schmidt makes each system's
     directions orthonormal.
 
+    Parameters
+    ----------
+    L, skip : `psd_factor`'s factor and skipped columns, (m, m, R) and (m, R).
+
     Returns
     -------
     (q, m, R): q = most skipped columns of any system; a system with fewer
@@ -382,13 +436,33 @@ def null_basis(L: np.ndarray, skip: np.ndarray) -> np.ndarray:
 
 
 def column_sums(Y: np.ndarray) -> np.ndarray:
-    """``Y.sum(axis=0)`` by a BLAS product: several times faster on narrow
-    arrays, where numpy's reduction walks the rows one short stride at a time."""
+    """``Y.sum(axis=0)`` by a BLAS product.
+
+    On narrow arrays numpy's reduction walks the rows one short stride at a
+    time; the product reads them in one pass.
+
+    Parameters
+    ----------
+    Y : (N, n).
+
+    Returns
+    -------
+    (n,) the column sums.
+    """
     return np.ones(len(Y)) @ Y
 
 
 def column_medians(X: np.ndarray) -> np.ndarray:
-    """``np.nanmedian(X, axis=0)`` in column blocks (its sort copy stays small)."""
+    """``np.nanmedian(X, axis=0)`` in column blocks (its sort copy stays small).
+
+    Parameters
+    ----------
+    X : (N, n), NaN = missing.
+
+    Returns
+    -------
+    (n,) the medians of the visible entries (NaN for a column with none).
+    """
     N, n = X.shape
     width = max(1, (1 << 22) // max(1, N))
     return np.concatenate([np.nanmedian(X[:, j:j + width], axis=0) for j in range(0, n, width)])

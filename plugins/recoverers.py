@@ -7,8 +7,9 @@ Missing entries (NaN):
   (supplementary, "Details of the Recovery Steps").
 - ``ithsvd``: Two-Step-M, matrix completion by iterative hard-thresholded SVD
   exactly as the supplementary states it (median start, rank projection copied
-  into the missing entries until the change is small). cmbench's improvement
-  of it, ``ppca-impute``, lives in plugins/ppca.py.
+  into the missing entries until the change is small), with optional jumps to
+  the iteration's limit where that limit is unique (``limit_jumps``).
+  cmbench's own completion, ``ppca-impute``, lives in plugins/ppca.py.
 
 Replaced entries (known A):
 
@@ -102,9 +103,17 @@ def _replaced_rows(X: np.ndarray, B: np.ndarray, tol: float) -> np.ndarray:
 # ----------------------------------------------------------------------------
 
 def none(X: np.ndarray, *, rng=None, structure=None, rank=None) -> np.ndarray:
-    """No recovery: return a copy of X, shape (N, n).
+    """No recovery: a copy of X.
 
     The baseline for the one-step estimators (empirical mean, C-median, ...).
+
+    Parameters
+    ----------
+    X : (N, n) float, corrupted.
+
+    Returns
+    -------
+    (N, n) float, X as it is.
     """
     return np.array(X, dtype=float, copy=True)
 
