@@ -59,13 +59,14 @@ both call `evaluate` on a cube.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
+
+from .cube import OK, attr_json
 
 CLAIM_KEYS = {
     "id": str, "paper": str, "text": str, "better": list, "worse": list, "same": list,
@@ -268,10 +269,7 @@ class Verdict:
 
 def claims_of(ds: xr.Dataset) -> list[dict]:
     """The claims recorded in a cube's attributes (none for an older cube)."""
-    raw = ds.attrs.get("claims")
-    if raw is None:
-        return []
-    return list(json.loads(raw) if isinstance(raw, str) else raw)
+    return list(attr_json(ds, "claims", []))
 
 
 def evaluate_cube(ds: xr.Dataset) -> list[Verdict]:
@@ -279,17 +277,10 @@ def evaluate_cube(ds: xr.Dataset) -> list[Verdict]:
     return [evaluate(ds, c) for c in claims_of(ds)]
 
 
-def _attr(ds: xr.Dataset, key: str, default):
-    raw = ds.attrs.get(key)
-    if raw is None:
-        return default
-    return json.loads(raw) if isinstance(raw, str) else raw
-
-
 def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[str]],
                   labels: Sequence[str]) -> xr.DataArray:
     """Mean error over the ok instances, dims (method, dataset, adversary, budget)."""
-    vals = ds[metric].where((ds["status"].astype(str) == "ok") & np.isfinite(ds[metric]))
+    vals = ds[metric].where((ds["status"].astype(str) == OK) & np.isfinite(ds[metric]))
     mean = vals.mean("instance", skipna=True)
     out = []
     for m in labels:
@@ -356,10 +347,10 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
     """
     claim = dict(claim)
     experiment = str(ds.attrs.get("experiment", ""))
-    methods = {k: tuple(v) for k, v in _attr(ds, "methods", {}).items()} or {
+    methods = {k: tuple(v) for k, v in attr_json(ds, "methods", {}).items()} or {
         f"{r}+{e}": (str(r), str(e)) for r in ds["recoverer"].values for e in ds["estimator"].values}
-    infos = _attr(ds, "datasets_info", {})
-    adv_info = _attr(ds, "adversaries_info", {})
+    infos = attr_json(ds, "datasets_info", {})
+    adv_info = attr_json(ds, "adversaries_info", {})
     labels = claim["better"] + claim["worse"] if claim["kind"] == "beats" else claim["same"]
     missing = [m for m in labels if m not in methods]
     if missing or claim["metric"] not in ds:

@@ -103,7 +103,7 @@ def check(plugins, names, seed) -> None:
 def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, report, progress,
           experiments, select, dry_run, fail_fast, post_mortem) -> None:
     """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
-    from .cube import failures
+    from .cube import STATUSES, failures
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
     if dry_run:
@@ -150,7 +150,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
         click.echo(line)
     sliced = bool(experiments or select)
     click.echo(f"{sum(counts.values())} cells ({stats.total} units, {stats.cached} cached): "
-               + ", ".join(f"{counts[s]} {s}" for s in ("ok", "undefined", "not-applicable", "failed", "timeout")
+               + ", ".join(f"{counts[s]} {s}" for s in STATUSES
                            if counts[s]))
     click.echo(f"cubes: {Path(out) / suite_name / ('slice' if sliced else '')}".rstrip("/") + "/")
     if report:

@@ -1,8 +1,14 @@
-"""Results cubes: building them from unit results, saving and loading them.
+"""The results format, and building, saving, loading and checking results cubes.
 
 One `xarray.Dataset` per experiment with dims (dataset, instance, adversary,
-budget, recoverer, estimator); see DESIGN.md. Structured attributes are JSON
-strings so that netCDF keeps them and `xarray.open_dataset` reads them back.
+budget, recoverer, estimator); see DESIGN.md. This module is the one place
+that says what a cube holds: its dims, the cell statuses (and which are
+failures), its variables and their dims, how structured attributes are
+encoded (JSON strings, which netCDF keeps and `xarray.open_dataset` reads
+back) and decoded, how a cube is checked, and the records the runner hands
+over for each unit (`UnitResult`), built by the functions below. It imports
+neither xarray nor the runner at import time, so that worker processes can
+use the format without them.
 """
 from __future__ import annotations
 
@@ -12,24 +18,167 @@ import os
 import platform
 import tempfile
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, TypedDict
 
 import numpy as np
-import xarray as xr
 
 from . import __version__
 from .errors import UserError
 from .output import follow_umask
 
+if TYPE_CHECKING:
+    import xarray as xr
+
 FORMAT = 1
+
+# ---------------------------------------------------------------- dims
 DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
+UNIT_DIMS = DIMS[:4]  # a unit: one corruption, what one method's value varies over
+RECOVERY_DIMS = DIMS[:5]  # a recovery: one per unit and recoverer
+
+# ---------------------------------------------------------------- statuses
+OK, UNDEFINED, NOT_APPLICABLE, FAILED, TIMEOUT = "ok", "undefined", "not-applicable", "failed", "timeout"
+STATUSES = (OK, UNDEFINED, NOT_APPLICABLE, FAILED, TIMEOUT)
+#: a cell that did not give a value for a reason of its own: a gap with a note, exit code 0
+GAPS = (UNDEFINED, NOT_APPLICABLE)
+#: a cell that should have given a value: exit code 1, and never cached
+FAILURES = (FAILED, TIMEOUT)
+
+# ---------------------------------------------------------------- variables
 METRIC_VARS = ("l2", "mahalanobis")  # every cube holds these; an experiment's metrics add theirs
 CELL_VARS = (*METRIC_VARS, "seconds", "evaluations")
+TEXT_VARS = ("status", "error", "traceback")  # per cell; the traceback of a failed one
 RECOVERY_VARS = ("recovered_fraction", "recovery_rmse", "discarded_fraction")
 #: a recoverer's own diagnostics (its ``info`` dict), NaN where it reports none
 RECOVERY_INFO_VARS = ("converged", "iterations")
 CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv")
-STATUSES = ("ok", "undefined", "not-applicable", "failed", "timeout")
+#: every variable the runner writes, with its dims (a metric of a plugin has DIMS too)
+VARIABLES = {**{v: DIMS for v in (*CELL_VARS, *TEXT_VARS)},
+             **{v: RECOVERY_DIMS for v in (*RECOVERY_VARS, *RECOVERY_INFO_VARS)},
+             **{v: UNIT_DIMS for v in CORRUPTION_VARS}}
+#: what a file must hold to be read as a cube (a cube of an older run may lack the others)
+REQUIRED = ("l2", "mahalanobis", "seconds", "status", "error")
+
+
+# ---------------------------------------------------------------- unit records
+class Record(TypedDict, total=False):
+    """What one stage (a corruption, a recovery, an estimate) gave.
+
+    ``status`` is one of `STATUSES`; ``error`` the reason when it is not ok
+    (empty otherwise); ``traceback`` the plugin's traceback when it raised;
+    ``seconds`` how long the stage took. A stage's numbers are further keys:
+    `CORRUPTION_VARS` for a corruption, `RECOVERY_VARS` and ``info`` (the
+    recoverer's diagnostics) for a recovery, the metrics and ``evaluations``
+    for a cell.
+    """
+
+    status: str
+    error: str
+    traceback: str
+    seconds: float
+
+
+class UnitResult(TypedDict):
+    """One unit as a cube is built from it: ``cells[recoverer][estimator]``."""
+
+    corruption: Record
+    recovery: dict[str, Record]
+    cells: dict[str, dict[str, Record]]
+
+
+def record(status: str, error: str = "", traceback: str = "", **values: Any) -> Record:
+    """A stage's record: its status, its reason, the traceback (kept only when there is one), its numbers."""
+    out: Record = {"status": status, "error": error, **values}
+    if traceback:
+        out["traceback"] = traceback
+    return out
+
+
+def verdict(rec: Mapping) -> Record:
+    """A record's status, reason and traceback without its numbers: what a stage passes on to
+    the cells that depend on it when it is not ok."""
+    return record(rec["status"], rec.get("error", ""), rec.get("traceback", ""))
+
+
+def uniform_unit(recoverers: Sequence[str], estimators: Sequence[str], corruption: Mapping) -> UnitResult:
+    """A unit whose corruption (or data set) is not ok: every recovery and cell takes its verdict."""
+    given = verdict(corruption)
+    return {"corruption": dict(corruption, status=given["status"], error=given["error"]),
+            "recovery": {r: record(given["status"], given["error"]) for r in recoverers},
+            "cells": {r: {e: dict(given) for e in estimators} for r in recoverers}}
+
+
+def failed_cells(result: UnitResult) -> int:
+    """How many cells of a unit failed or timed out."""
+    return sum(cell["status"] in FAILURES for cells in result["cells"].values() for cell in cells.values())
+
+
+# ---------------------------------------------------------------- attributes
+def encode_attrs(attrs: Mapping[str, Any]) -> dict:
+    """Attributes as netCDF keeps them: dicts, lists and tuples as JSON strings."""
+    return {k: json.dumps(v) if isinstance(v, (dict, list, tuple)) else v for k, v in attrs.items()}
+
+
+def attr_json(attrs: "Mapping[str, Any] | xr.Dataset", key: str, default: Any = None,
+              source: Optional[str] = None) -> Any:
+    """A structured attribute of a cube (its Dataset or its ``attrs``), decoded.
+
+    Parameters
+    ----------
+    attrs : the cube, or its attributes.
+    key : the attribute.
+    default : returned when the cube lacks it.
+    source : the cube's file, named in the error when the attribute is not JSON.
+
+    Returns
+    -------
+    The decoded value (an array attribute as a list; a value that is not a
+    string as it is).
+
+    Raises
+    ------
+    UserError
+        With ``source``: the attribute is a string but not valid JSON
+        (without ``source``: `json.JSONDecodeError`).
+    """
+    attrs = getattr(attrs, "attrs", attrs)
+    raw = attrs.get(key)
+    if raw is None:
+        return default
+    if not isinstance(raw, str):
+        return raw.tolist() if isinstance(raw, np.ndarray) else raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        if source is None:
+            raise
+        raise UserError(f"{source}: attribute {key!r} is not valid JSON ({exc})") from exc
+
+
+# ---------------------------------------------------------------- checking
+def check(ds: "xr.Dataset", source: str) -> None:
+    """Refuse what is not a results cube this cmbench can read.
+
+    Raises
+    ------
+    UserError
+        A dim or a required variable is missing, a known variable has other
+        dims, or the cube is of a newer format; the message names ``source``.
+    """
+    missing_dims = [d for d in DIMS if d not in ds.dims]
+    if missing_dims:
+        raise UserError(f"{source} is not a cmbench results cube: it lacks dimension(s) "
+                        f"{', '.join(missing_dims)}")
+    missing = [v for v in REQUIRED if v not in ds.data_vars]
+    if missing:
+        raise UserError(f"{source} is not a cmbench results cube: it lacks variable(s) {', '.join(missing)}")
+    for var, dims in VARIABLES.items():
+        if var in ds.data_vars and set(ds[var].dims) != set(dims):
+            raise UserError(f"{source}: variable {var!r} has dims {tuple(ds[var].dims)}, expected {dims}")
+    fmt = int(ds.attrs.get("cube_format", 1))
+    if fmt > FORMAT:
+        raise UserError(f"cube {source} was written by cmbench {ds.attrs.get('cmbench_version', '?')} "
+                        f"(cube format {fmt}); this is cmbench {__version__} (format {FORMAT}): upgrade cmbench")
 
 
 def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapping,
@@ -39,11 +188,13 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     Parameters
     ----------
     coords : the six coordinate lists, in DIMS order.
-    results : unit result dicts as `cmbench.runner.units.execute` returns them.
+    results : the `UnitResult` of each unit.
     attrs : provenance attributes; dicts and lists are stored as JSON.
     metrics : labels of the experiment's metrics: one variable each, besides
         ``l2`` and ``mahalanobis``, which every cube holds.
     """
+    import xarray as xr
+
     cell_vars = (*dict.fromkeys((*METRIC_VARS, *metrics)), "seconds", "evaluations")
     shape = tuple(len(coords[d]) for d in DIMS)
     index = {d: {v: i for i, v in enumerate(coords[d])} for d in DIMS}
@@ -70,13 +221,13 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
                 for v in cell_vars:
                     cell[v][i] = c.get(v, np.nan)
     data_vars = {v: (DIMS, a) for v, a in cell.items()}
-    data_vars.update({v: (DIMS[:5], a) for v, a in rec.items()})
-    data_vars.update({v: (DIMS[:4], a) for v, a in cor.items()})
+    data_vars.update({v: (RECOVERY_DIMS, a) for v, a in rec.items()})
+    data_vars.update({v: (UNIT_DIMS, a) for v, a in cor.items()})
     data_vars["status"] = (DIMS, status.astype(str))
     data_vars["error"] = (DIMS, error.astype(str))
     data_vars["traceback"] = (DIMS, tb.astype(str))
     ds = xr.Dataset(data_vars, coords={d: list(coords[d]) for d in DIMS})
-    ds.attrs.update({k: json.dumps(v) if isinstance(v, (dict, list, tuple)) else v for k, v in attrs.items()})
+    ds.attrs.update(encode_attrs(attrs))
     ds.attrs.update(cube_format=FORMAT, cmbench_version=__version__,
                     created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                     host=platform.node())
@@ -126,7 +277,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def save(ds: xr.Dataset, path: Path) -> Path:
+def save(ds: "xr.Dataset", path: Path) -> Path:
     """Write atomically: a reader never sees a half-written cube."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,8 +293,10 @@ def save(ds: xr.Dataset, path: Path) -> Path:
     return path
 
 
-def load(path: Path) -> xr.Dataset:
-    """Read a cube into memory; refuse one that is not a cube or is from a newer format."""
+def load(path: Path) -> "xr.Dataset":
+    """Read a cube into memory and `check` it."""
+    import xarray as xr
+
     path = Path(path)
     if not path.is_file():
         raise UserError(f"results cube {path} not found")
@@ -152,29 +305,15 @@ def load(path: Path) -> xr.Dataset:
             ds = ds.load()
     except Exception as exc:
         raise UserError(f"cube {path} cannot be read as netCDF: {exc}") from None
-    missing = [v for v in (*DIMS, "status", "l2") if v not in ds.variables]
-    if missing:
-        raise UserError(f"{path} is not a cmbench results cube: it lacks {', '.join(missing)}")
-    fmt = int(ds.attrs.get("cube_format", 1))
-    if fmt > FORMAT:
-        raise UserError(f"cube {path} was written by cmbench {ds.attrs.get('cmbench_version', '?')} "
-                        f"(cube format {fmt}); this is cmbench {__version__} (format {FORMAT}): upgrade cmbench")
+    check(ds, str(path))
     return ds
 
 
-def attr_json(ds: xr.Dataset, key: str, default=None):
-    """A structured attribute, decoded."""
-    value = ds.attrs.get(key)
-    if value is None:
-        return default
-    return json.loads(value) if isinstance(value, str) else value
-
-
-def failures(ds: xr.Dataset) -> list[dict]:
+def failures(ds: "xr.Dataset") -> list[dict]:
     """Every failed or timed-out cell: its coordinates, status and error."""
     status = ds["status"].values
     out = []
-    for idx in zip(*np.nonzero(np.isin(status, ("failed", "timeout")))):
+    for idx in zip(*np.nonzero(np.isin(status, FAILURES))):
         row = {d: ds[d].values[i].item() for d, i in zip(DIMS, idx)}
         row.update(status=str(status[idx]), error=str(ds["error"].values[idx]))
         out.append(row)

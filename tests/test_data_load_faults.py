@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import xarray as xr
-from click.testing import CliRunner
 
-from cmbench.cli import main
+from conftest import assert_user_error, cli_inproc as cli, copy_plugin, write
+from conftest import cli as cli_process
 
-PLUGIN = Path(__file__).parent / "plugins" / "faulty_datasets.py"
+PLUGIN = "faulty_datasets.py"
 
 SUITE = """\
 name = "s"
@@ -47,14 +43,10 @@ def suite(tmp_path: Path, *faults: str, **params) -> Path:
 
     One data set per fault, labelled by it, each with ``params``; two units per data set.
     """
-    folder = tmp_path / "in"
-    folder.mkdir(exist_ok=True)
-    shutil.copy(PLUGIN, folder / PLUGIN.name)
+    copy_plugin(PLUGIN, tmp_path / "in")
     common = "".join(f", {k} = {v!r}".replace("'", '"') for k, v in params.items())
     datasets = ", ".join(f'{{name = "faulty", label = "{f}", fault = "{f}"{common}}}' for f in faults)
-    path = folder / "suite.toml"
-    path.write_text(SUITE.format(datasets=datasets))
-    return path
+    return write(tmp_path / "in" / "suite.toml", SUITE.format(datasets=datasets))
 
 
 def state(root: Path, out: Path, allowed: tuple) -> dict:
@@ -78,28 +70,6 @@ def nothing_written_outside(root: Path, out: Path, *allowed: Path):
     yield
     after = state(root, out, allowed)
     assert after == before, f"written outside {out}: {sorted(set(after) ^ set(before))} or changed"
-
-
-def cli(*args) -> tuple[int, str]:
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stderr
-
-
-def cli_process(*args) -> subprocess.CompletedProcess:
-    """The real command line in a fresh interpreter: a plugin that ends its process cannot end pytest."""
-    return subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=300)
-
-
-def assert_user_error(code: int, stderr: str, *needles: str) -> None:
-    assert "Traceback" not in stderr, stderr
-    lines = stderr.strip().splitlines()
-    assert code == 2, f"exit {code}: {stderr}"
-    assert len(lines) == 1 and lines[0].startswith("cmbench: error: "), stderr
-    for needle in needles:
-        assert needle in lines[0], f"{needle!r} not in: {lines[0]}"
 
 
 def loads(count: Path) -> int:
@@ -185,7 +155,7 @@ def test_data_set_whose_loader_raises_is_loaded_once_not_per_unit(tmp_path, out)
     with nothing_written_outside(tmp_path, out, count):
         code, err = cli("suite", path, "--out", out, "--no-report")
     assert code == 1, (code, err)
-    assert_contained(out, ("bug", "ValueError: a bug in the loader (" + str(tmp_path / "in" / PLUGIN.name) + ":"))
+    assert_contained(out, ("bug", "ValueError: a bug in the loader (" + str(tmp_path / "in" / PLUGIN) + ":"))
     assert loads(count) == 1
 
 

@@ -8,7 +8,6 @@ to what the data variables say, so such a cube is reported without rerunning.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,32 +18,12 @@ import xarray as xr
 from scipy import stats
 
 from .. import cube
-
+# The results format is cube's; the report's modules take these names from here.
+from ..cube import DIMS, STATUSES
+from ..cube import FAILURES as FAIL_STATUSES, GAPS as GAP_STATUSES  # noqa: F401
+from ..cube import attr_json as _json_attr
 from ..errors import UserError
 
-DIMS = ("dataset", "instance", "adversary", "budget", "recoverer", "estimator")
-CELL_DIMS = DIMS[:4]  # what one method's value varies over
-#: variables a cube must hold, with their dims (optional ones are not listed)
-REQUIRED = {
-    "l2": DIMS,
-    "mahalanobis": DIMS,
-    "seconds": DIMS,
-    "status": DIMS,
-    "error": DIMS,
-}
-OPTIONAL = {
-    "recovered_fraction": DIMS[:5],
-    "discarded_fraction": DIMS[:5],
-    "converged": DIMS[:5],
-    "iterations": DIMS[:5],
-    "recovery_rmse": DIMS[:5],
-    "d_entry1": CELL_DIMS,
-    "d_entry_inf": CELL_DIMS,
-    "d_tv": CELL_DIMS,
-}
-STATUSES = ("ok", "undefined", "not-applicable", "failed", "timeout")
-GAP_STATUSES = ("undefined", "not-applicable")  # gaps with a note, not failures
-FAIL_STATUSES = ("failed", "timeout")
 METRIC_NAMES = {"l2": r"$\ell_2$ error", "mahalanobis": "Mahalanobis error"}  # axis labels
 METRIC_TEXT = {"l2": "l2 error", "mahalanobis": "Mahalanobis error"}  # titles, tables
 #: budget symbol and meaning per adversary level (the paper's A1, A2, A3)
@@ -218,21 +197,12 @@ def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0) -> Cube:
         source = f"<in-memory cube {source!s}>"
     else:
         source = str(src)
-        ds = cube.load(Path(source))  # one reader: it also refuses cubes of a newer format
+        ds = cube.load(Path(source))  # one reader, which checks the cube
     return _check(ds, source)
 
 
 def _check(ds: xr.Dataset, source: str) -> Cube:
-    missing_dims = [d for d in DIMS if d not in ds.dims]
-    if missing_dims:
-        raise UserError(f"{source}: results cube lacks dimension(s) {', '.join(missing_dims)}")
-    missing = [v for v in REQUIRED if v not in ds.data_vars]
-    if missing:
-        raise UserError(f"{source}: results cube lacks variable(s) {', '.join(missing)}")
-    for var, dims in {**REQUIRED, **OPTIONAL}.items():
-        if var in ds.data_vars and set(ds[var].dims) != set(dims):
-            raise UserError(
-                f"{source}: variable {var!r} has dims {tuple(ds[var].dims)}, expected {dims}")
+    cube.check(ds, source)
     ds = ds.transpose(*DIMS)
     ds = ds.assign(status=(DIMS, _text(ds["status"].values)),
                    error=(DIMS, _text(ds["error"].fillna("").values)))
@@ -270,18 +240,6 @@ def _text(values: np.ndarray) -> np.ndarray:
         return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v),
                             otypes=[str])(values)
     return values.astype(str)
-
-
-def _json_attr(attrs: Mapping[str, Any], key: str, default: Any, source: str) -> Any:
-    raw = attrs.get(key)
-    if raw is None:
-        return default
-    if not isinstance(raw, str):
-        return raw.tolist() if isinstance(raw, np.ndarray) else raw
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{source}: attribute {key!r} is not valid JSON ({exc})") from exc
 
 
 def _methods(attrs: Mapping[str, Any], ds: xr.Dataset, source: str) -> dict[str, tuple[str, str]]:

@@ -19,9 +19,10 @@ from .stages import lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
 from . import units
 from .loading import is_foreign, load_datasets
-from .units import RECOVERED_TOLERANCE, Job, execute, failed_cells
+from ..cube import FAILURES, UnitResult, failed_cells
+from .units import RECOVERED_TOLERANCE, Job, execute, work_result
 
-if TYPE_CHECKING:  # xarray, tqdm and the cube module load only where they are used: a worker needs none
+if TYPE_CHECKING:  # xarray and tqdm load only where they are used: a worker needs neither
     import xarray as xr
 
 
@@ -254,8 +255,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
         load = datasets.get((exp.name, job.dataset))
         failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
         if failure is not None:
-            known.append((job, {"corruption": dict(failure), "recovery": {}, "cells": {}, "pairs": {},
-                                "matrices": {}}))
+            known.append((job, work_result(dict(failure))))
         else:
             todo.append(job)
     stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
@@ -299,9 +299,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     return results
 
 
-def _first_failure(exp: Experiment, job, result: dict) -> StoppedAtFailure:
-    from .units import FAILURES
-
+def _first_failure(exp: Experiment, job, result: UnitResult) -> StoppedAtFailure:
     for r_label, cells in result["cells"].items():
         for e_label, cell in cells.items():
             if cell["status"] in FAILURES:

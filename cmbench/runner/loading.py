@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import UserError
 from .stages import info_key
-from .units import FAILED, OK, Job, blame, experiment_for, loaded, with_traceback
+from ..cube import FAILED, OK, Record, record
+from .units import Job, blame, experiment_for, loaded, outcome_record
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,11 @@ class Loaded:
     """
 
     info: dict
-    failure: Optional[dict] = None
+    failure: Optional[Record] = None
     crashed: bool = False
     user_error: str = ""
 
-    def fails(self, instance: int, first: int) -> Optional[dict]:
+    def fails(self, instance: int, first: int) -> Optional[Record]:
         """The failure a unit of ``instance`` takes without loading, if any (``first``: the probed one)."""
         if self.failure is not None and (self.crashed or instance == first):
             return self.failure
@@ -87,7 +88,7 @@ def probe(job: Job) -> Loaded:
         return Loaded(_empty(entry.name), user_error=out.user_error)
     if out.status != OK:
         blame(out, entry, "data set")
-        failure = with_traceback({"status": out.status, "error": out.error}, out)
+        failure = outcome_record(out)
         return Loaded(dict(_empty(entry.name), error=out.error), failure=failure)
     return Loaded(describe(entry.name, out.value))
 
@@ -98,7 +99,8 @@ def crashed(job: Job, running: str = "") -> Loaded:
     entry = next(d for d in exp.datasets if d.label == job.dataset)
     error = (f"data set {entry.label!r} ({entry.source}): the worker process died while loading it "
              "(the plugin ended the interpreter: os._exit, a segfault, or out of memory)")
-    return Loaded(dict(_empty(entry.name), error=error), failure={"status": FAILED, "error": error}, crashed=True)
+    return Loaded(dict(_empty(entry.name), error=error), failure=record(FAILED, error),
+                  crashed=True)
 
 
 def is_foreign(suite, kind: str, entry) -> bool:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .store import CACHED_STATUSES, FORMAT, Store, canonical
-from .units import OK, FAILED, Job, Work, _fail_all, adaptive_result
+from ..cube import FAILED, OK, UnitResult, record, uniform_unit, verdict
+from .units import Job, Pair, Work, adaptive_result
 
 _SPECS: dict = {}
 
@@ -161,15 +162,15 @@ def _public(record: dict) -> dict:
     return {k: v for k, v in record.items() if k != "matrix"}
 
 
-def unit_result(exp, keys: UnitKeys, body: dict) -> dict:
+def unit_result(exp, keys: UnitKeys, body: dict) -> UnitResult:
     """The unit as the cube wants it: ``{"corruption", "recovery": {rec}, "cells": {rec: {est}}}``.
 
     A corruption record that is not ok (the data set did not load) is every cell's status.
     """
     C = body["corruption"]
-    result = {"corruption": _public(C) if C is not None else {}, "recovery": {}, "cells": {}}
     if C is not None and C["status"] != OK:
-        return _fail_all(result, exp, C["status"], C.get("error", ""), C.get("traceback", ""))
+        return uniform_unit([r.label for r in exp.recoverers], [e.label for e in exp.estimators], _public(C))
+    result: UnitResult = {"corruption": _public(C) if C is not None else {}, "recovery": {}, "cells": {}}
     if keys.adaptive:
         pairs = {}
         for (r, e), kp in keys.pair.items():
@@ -178,19 +179,18 @@ def unit_result(exp, keys: UnitKeys, body: dict) -> dict:
     for rec in exp.recoverers:
         R = body["recoveries"].get(keys.recovery[rec.label])
         if R is None:
-            R = {"status": FAILED, "error": "internal error: recovery record missing"}
+            R = record(FAILED, "internal error: recovery record missing")
         result["recovery"][rec.label] = _public(R)
         cells = {}
         for est in exp.estimators:
             if R["status"] != OK:
-                cells[est.label] = {k: v for k, v in R.items() if k in ("status", "error", "traceback")}
-                cells[est.label].setdefault("error", "")
+                cells[est.label] = verdict(R)
             else:
                 cells[est.label] = body["cells"].get(keys.cell[(rec.label, est.label)]) or _lost(FAILED)["cell"]
         result["cells"][rec.label] = cells
     return result
 
 
-def _lost(status: str) -> dict:
-    bad = {"status": status, "error": "internal error: record missing"}
-    return {"corruption": dict(bad), "recovery": None, "cell": dict(bad)}
+def _lost(status: str) -> Pair:
+    bad = record(status, "internal error: record missing")
+    return Pair(corruption=dict(bad), recovery=None, cell=dict(bad))

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Optional
 
 from .. import __version__
+from ..cube import FAILURES, STATUSES
 from ..errors import UserError
 
 # 3: stage records (2: recovered_fraction within a tolerance of the clean value, recovery_rmse);
@@ -49,7 +50,7 @@ KINDS = ("units", "matrices", "info")
 _SUFFIX = {"units": ".json", "matrices": ".bin", "info": ".json"}
 _NAME = re.compile(r"^[0-9a-f]{64}\.(json|bin)$")
 _TEMP = re.compile(r"^\.[0-9a-f]{64}\.(json|bin)\.[A-Za-z0-9_]+\.tmp$")
-CACHED_STATUSES = ("ok", "undefined", "not-applicable")  # failed and timeout are never stored
+CACHED_STATUSES = tuple(s for s in STATUSES if s not in FAILURES)  # failures are computed again, never stored
 
 
 def canonical(obj) -> str:

@@ -26,19 +26,18 @@ import sys
 import traceback
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypedDict
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..components import Data, NotApplicable, Undefined
+from ..cube import (FAILED, FAILURES, NOT_APPLICABLE, OK, RECOVERY_VARS, TIMEOUT, UNDEFINED, Record, UnitResult,
+                    record, verdict)
 from ..errors import UserError
 from ..suite import Entry, Experiment, Suite, load_suite
 from .matrices import Damaged, decode, digest, encode, frozen
 from .seeds import rng_for
-
-OK, UNDEFINED, NOT_APPLICABLE, FAILED, TIMEOUT = "ok", "undefined", "not-applicable", "failed", "timeout"
-FAILURES = (FAILED, TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -112,11 +111,44 @@ def _post_mortem(exc: BaseException) -> None:
     pdb.post_mortem(exc.__traceback__)
 
 
-def with_traceback(record: dict, outcome: Outcome) -> dict:
-    """``record`` with the outcome's traceback, when it has one (the cube keeps it)."""
-    if outcome.traceback:
-        record["traceback"] = outcome.traceback
-    return record
+def outcome_record(outcome: Outcome, **values: Any) -> Record:
+    """The record of a plugin call's outcome, with its numbers (and its traceback, the cube keeps it)."""
+    return record(outcome.status, outcome.error, outcome.traceback, **values)
+
+
+class Pair(TypedDict):
+    """An adaptive adversary's attack on one (recoverer, estimator) pair: its three stages.
+
+    ``corruption`` is None when the pair was not applicable (``recovery`` then
+    says why); ``recovery`` is None when the corruption was not ok.
+    """
+
+    corruption: Optional[Record]
+    recovery: Optional[Record]
+    cell: Record
+
+
+class WorkResult(TypedDict):
+    """What a job computed: the records of the stages its `Work` asked for, and their matrices.
+
+    ``corruption`` (None when not computed; a data set that did not load is a
+    corruption record with its status), ``recovery[rec]``, ``cells[rec][est]``,
+    ``pairs[rec][est]`` (an adaptive adversary's) and ``matrices`` (the
+    corrupted matrix under ``"corruption"``, a recovered one under its
+    recoverer, each encoded by `matrices.encode`). `cmbench.runner.stages`
+    turns it into the unit's `cmbench.cube.UnitResult`.
+    """
+
+    corruption: Optional[Record]
+    recovery: dict[str, Record]
+    cells: dict[str, dict[str, Record]]
+    pairs: dict[str, dict[str, Pair]]
+    matrices: dict[str, bytes]
+
+
+def work_result(corruption: Optional[Record] = None) -> WorkResult:
+    """A job's result with nothing computed yet (but ``corruption``)."""
+    return {"corruption": corruption, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
 
 
 # ---------------------------------------------------------------- per-process memo
@@ -552,7 +584,7 @@ def corruption_distances(X: np.ndarray, Xc: np.ndarray) -> dict:
 
 
 # ---------------------------------------------------------------- the unit
-def execute(job: Job) -> dict:
+def execute(job: Job) -> WorkResult:
     """Compute a job's stages; always returns a picklable result, failures recorded inside."""
     with threadpool_limits(limits=1):  # bit-identical results whatever the executor
         return _execute(job)
@@ -566,23 +598,19 @@ def full_work(exp: Experiment, adaptive: bool) -> Work:
     return Work(recover=tuple(r.label for r in exp.recoverers), estimate=pairs)
 
 
-def _execute(job: Job) -> dict:
-    """The stages ``job.work`` asks for, as records.
+def _execute(job: Job) -> WorkResult:
+    """The stages ``job.work`` asks for, as records (see `WorkResult`).
 
-    Returns ``{"corruption": record or None, "recovery": {rec: record},
-    "cells": {rec: {est: cell}}, "pairs": {rec: {est: pair}}, "matrices":
-    {"corruption" or rec: encoded matrix}}``. A record that is not ok holds
-    its status and error; the cells of a recovery that is not ok are left out
-    (they take the recovery's status). A data set that fails to load is a
-    corruption record with its status.
+    A record that is not ok holds its status and error; the cells of a
+    recovery that is not ok are left out (they take the recovery's status).
     """
     suite, exp = experiment_for(job)
     adv = _entry(exp.adversaries, job.adversary)
     work = job.work or full_work(exp, adv.decl.adaptive)
-    result = {"corruption": None, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
+    result = work_result()
     load = blame(loaded(job), _entry(exp.datasets, job.dataset), "data set")
     if load.status != OK:
-        result["corruption"] = with_traceback({"status": load.status, "error": load.error}, load)
+        result["corruption"] = outcome_record(load)
         return result
     data = load.value
     if adv.decl.adaptive:
@@ -595,13 +623,11 @@ def _execute(job: Job) -> dict:
             Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
     if Xc is None and (work.corruption or work.recover):
         corrupted = _corrupt(job, suite.seed, adv, data, (), {})
-        record = with_traceback({"status": corrupted.status, "error": corrupted.error,
-                                 "seconds": corrupted.seconds}, corrupted)
-        result["corruption"] = record
+        result["corruption"] = outcome_record(corrupted, seconds=corrupted.seconds)
         if corrupted.status != OK:
             return result
         Xc = corrupted.value
-        record.update(corruption_distances(data.X, Xc))
+        result["corruption"].update(corruption_distances(data.X, Xc))
         result["matrices"]["corruption"] = encode(Xc, data.X)
     wanted: dict = {}
     for r_label, e_label in work.estimate:
@@ -616,11 +642,11 @@ def _execute(job: Job) -> dict:
                                                    recovery, Xr) for e in wanted.get(label, ())}
     for label, blob, seconds in work.recovered:
         rec = _entry(exp.recoverers, label)
-        recovery = {"status": OK, "error": "", "seconds": seconds}
+        recovery = record(OK, seconds=seconds)
         try:
             Xr = decode(blob, data.X)
         except Damaged as exc:
-            result["cells"][label] = {e: {"status": FAILED, "error": f"cached recovery {label!r} unreadable: {exc}"}
+            result["cells"][label] = {e: record(FAILED, f"cached recovery {label!r} unreadable: {exc}")
                                       for e in wanted.get(label, ())}
             continue
         result["cells"][label] = {e: _estimate(job, suite.seed, rec, _entry(exp.estimators, e), data,
@@ -661,7 +687,7 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         out = call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure, rank=rank, **params)
         out = guarded(check_recovery, untouched(out, Xc, data.structure), Xc)
     blame(out, rec, "recoverer")
-    recovery = with_traceback({"status": out.status, "error": out.error, "seconds": out.seconds}, out)
+    recovery = outcome_record(out, seconds=out.seconds)
     if out.status != OK:
         return recovery, None
     Xr, info = out.value
@@ -670,16 +696,15 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
     return recovery, Xr
 
 
-def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery: dict,
-              Xr: Optional[np.ndarray]) -> dict:
+def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery: Record,
+              Xr: Optional[np.ndarray]) -> Record:
     if Xr is None:  # the recovery did not succeed: its status is the cell's
-        return {k: v for k, v in recovery.items() if k in ("status", "error", "traceback")}
+        return verdict(recovery)
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
     _known_digest(Xr)
     res = call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params)
     res = blame(guarded(check_estimate, untouched(res, Xr), data.X.shape[1]), est, "estimator")
-    cell = with_traceback({"status": res.status, "error": res.error,
-                           "seconds": recovery["seconds"] + res.seconds}, res)
+    cell = outcome_record(res, seconds=recovery["seconds"] + res.seconds)
     if res.status == OK:
         try:
             cell.update(errors(res.value, data, experiment_for(job)[1].metric_entries))
@@ -714,8 +739,8 @@ class Pipeline:
         raise RuntimeError(f"pipeline {self.rec.label}+{self.est.label} {cell['status']}: {cell['error']}")
 
 
-def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Data, result: dict,
-                      work: Optional[Work] = None) -> dict:
+def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Data, result: WorkResult,
+                      work: Optional[Work] = None) -> WorkResult:
     """An adaptive corruption depends on the pipeline: one per (recoverer, estimator) pair.
 
     Each pair's three records (corruption, recovery, cell) go to
@@ -726,34 +751,32 @@ def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Da
         rec, est = _entry(exp.recoverers, r_label), _entry(exp.estimators, e_label)
         skip = _inapplicable(job, adv, rec, data)
         if skip is not None:
-            pair = {"corruption": None, "recovery": {"status": skip.status, "error": skip.error},
-                    "cell": {"status": skip.status, "error": skip.error}}
+            pair = Pair(corruption=None, recovery=record(skip.status, skip.error),
+                        cell=record(skip.status, skip.error))
         else:
             pipeline = Pipeline(job, seed, adv, rec, est, data)
             corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label), {"pipeline": pipeline})
-            record = with_traceback({"status": corrupted.status, "error": corrupted.error,
-                                     "seconds": corrupted.seconds}, corrupted)
+            corruption = outcome_record(corrupted, seconds=corrupted.seconds)
             if corrupted.status != OK:
-                pair = {"corruption": record, "recovery": None,
-                        "cell": with_traceback({"status": corrupted.status, "error": corrupted.error,
-                                                "evaluations": pipeline.calls}, corrupted)}
+                pair = Pair(corruption=corruption, recovery=None,
+                            cell=outcome_record(corrupted, evaluations=pipeline.calls))
             else:
-                record.update(corruption_distances(data.X, corrupted.value))
+                corruption.update(corruption_distances(data.X, corrupted.value))
                 recovery, Xr = _recover(job, seed, adv, rec, data, corrupted.value)
-                pair = {"corruption": record, "recovery": recovery,
-                        "cell": dict(_estimate(job, seed, rec, est, data, recovery, Xr),
-                                     evaluations=pipeline.calls)}
+                pair = Pair(corruption=corruption, recovery=recovery,
+                            cell=dict(_estimate(job, seed, rec, est, data, recovery, Xr),
+                                      evaluations=pipeline.calls))
         result["pairs"].setdefault(r_label, {})[e_label] = pair
     return result
 
 
-def adaptive_result(exp: Experiment, pairs: dict) -> dict:
+def adaptive_result(exp: Experiment, pairs: dict) -> UnitResult:
     """A unit of an adaptive adversary from its pairs' records ``pairs[rec][est]``.
 
     The corruption record holds the largest d_ENTRY / d_TV over the pairs; a
     recoverer's recovery measures (fractions, RMSE) are averaged over its estimators.
     """
-    result = {"corruption": {}, "recovery": {}, "cells": {}}
+    result: UnitResult = {"corruption": {}, "recovery": {}, "cells": {}}
     distances, seconds = [], 0.0
     for rec in exp.recoverers:
         cells, recoveries, skipped = {}, [], None
@@ -770,40 +793,29 @@ def adaptive_result(exp: Experiment, pairs: dict) -> dict:
             recoveries.append(pair["recovery"])
         result["cells"][rec.label] = cells
         if skipped is not None:
-            result["recovery"][rec.label] = {"status": skipped["status"], "error": skipped["error"]}
+            result["recovery"][rec.label] = record(skipped["status"], skipped["error"])
             continue
         ok = [r for r in recoveries if r["status"] == OK]
-        result["recovery"][rec.label] = {
-            "status": recoveries[0]["status"] if recoveries else FAILED, "error": "",
-            **{v: float(np.mean([r[v] for r in ok])) for v in ("recovered_fraction", "recovery_rmse", "discarded_fraction")
-               if ok}}
-    result["corruption"] = {"status": OK, "error": "", "seconds": seconds}
+        result["recovery"][rec.label] = record(recoveries[0]["status"] if recoveries else FAILED, "",
+                                               **{v: float(np.mean([r[v] for r in ok]))
+                                                  for v in RECOVERY_VARS if ok})
+    result["corruption"] = record(OK, seconds=seconds)
     for key in ("d_entry1", "d_entry_inf", "d_tv"):
         if distances:
             result["corruption"][key] = max(d[key] for d in distances)
     return result
 
 
-def _fail_all(result: dict, exp: Experiment, status: str, error: str, traceback: str = "") -> dict:
-    result["corruption"].update(status=status, error=error)
-    for rec in exp.recoverers:
-        result["recovery"][rec.label] = {"status": status, "error": error}
-        result["cells"][rec.label] = {est.label: dict({"status": status, "error": error},
-                                                      **({"traceback": traceback} if traceback else {}))
-                                      for est in exp.estimators}
-    return result
-
-
-def failed_work(job: Job, error: str) -> dict:
+def failed_work(job: Job, error: str) -> WorkResult:
     """The result of a job whose worker died: every stage it was computing failed."""
     _, exp = experiment_for(job)
     adv = _entry(exp.adversaries, job.adversary)
     work = job.work or full_work(exp, adv.decl.adaptive)
-    bad = {"status": FAILED, "error": error}
-    result = {"corruption": None, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
+    bad = record(FAILED, error)
+    result = work_result()
     if work.pairs:
         for r, e in work.pairs:
-            result["pairs"].setdefault(r, {})[e] = {"corruption": dict(bad), "recovery": None, "cell": dict(bad)}
+            result["pairs"].setdefault(r, {})[e] = Pair(corruption=dict(bad), recovery=None, cell=dict(bad))
         return result
     if work.corruption:
         result["corruption"] = dict(bad)
@@ -815,6 +827,3 @@ def failed_work(job: Job, error: str) -> dict:
             result["cells"].setdefault(r, {})[e] = dict(bad)
     return result
 
-
-def failed_cells(result: dict) -> int:
-    return sum(cell["status"] in FAILURES for cells in result["cells"].values() for cell in cells.values())
