@@ -509,7 +509,19 @@ def ppca_impute(X: np.ndarray, *, rng=None, structure=None, rank=None,
 def _iterate(comp: _Completion, theta: np.ndarray, tol: float, max_iter: int, memory: int):
     """Refill until the filled entries change by at most ``tol`` (relative).
 
-    Returns the last moments, whether it converged, and the passes made.
+    Parameters
+    ----------
+    comp : the completion (its ``apply`` refills and returns the new moments).
+    theta : the starting moments.
+    tol : relative change of the filled entries at which it stops.
+    max_iter : passes at most.
+    memory : Anderson acceleration depth (0: the plain iteration).
+
+    Returns
+    -------
+    theta : the last moments.
+    converged : bool.
+    iterations : the passes made.
     """
     accelerate = _Anderson(memory)
     new = theta  # max_iter < 1: no pass, the start stands
@@ -524,6 +536,7 @@ def _iterate(comp: _Completion, theta: np.ndarray, tol: float, max_iter: int, me
 
 @cmbench.hookimpl
 def register_recoverers():
+    """``ppca-impute``, cmbench's own completion (beyond the paper)."""
     return [
         cmbench.Recoverer(
             "ppca-impute", ppca_impute,

@@ -332,6 +332,7 @@ class _HardImpute:
         return float(np.sqrt(change))
 
     def result(self, X: np.ndarray) -> np.ndarray:
+        """A copy of X with the incomplete rows replaced by their current fill."""
         out = np.array(X, dtype=float, copy=True)
         out[self.rows] = self.Z
         return out
@@ -670,6 +671,8 @@ def omp(X: np.ndarray, *, rng=None, structure=None, rank=None,
 
 @cmbench.hookimpl
 def register_recoverers():
+    """The built-in recoverers: ``none``, ``exact``, ``ithsvd`` (missing entries) and
+    ``randomized``, ``basis-pursuit``, ``omp`` (replaced entries)."""
     return [
         cmbench.Recoverer(
             "none", none, params={}, modes=("missing", "replace"),
