@@ -14,7 +14,7 @@ import pytest
 
 from cmbench import bundle
 from cmbench.suite import load_suite
-from conftest import WINSORIZED
+from conftest import PLUGINS, WINSORIZED
 
 SUITE = """
     name = "shipped"
@@ -30,16 +30,7 @@ SUITE = """
     estimators = ["mean", "winsorized-mean", "boom"]
 """
 
-BOOM = textwrap.dedent('''
-    import cmbench
-
-    def boom(X, *, rng):
-        raise ValueError("shipped plugins fail at their own line")
-
-    @cmbench.hookimpl
-    def register_estimators():
-        return [cmbench.Estimator("boom", boom)]
-''')
+BOOM = (PLUGINS / "boom.py").read_text()
 
 
 @pytest.fixture
@@ -106,7 +97,8 @@ def test_a_shipped_plugins_error_names_the_clients_file(client):
     with pytest.raises(ValueError) as info:
         fn(np.zeros((2, 2)), rng=None)
     frame = traceback.extract_tb(info.tb)[-1]
-    assert (frame.filename, frame.lineno) == (str(client / "boom.py"), 5)
+    raise_line = next(i for i, line in enumerate(BOOM.splitlines(), 1) if "raise ValueError" in line)
+    assert (frame.filename, frame.lineno) == (str(client / "boom.py"), raise_line)
 
 
 def test_a_data_file_beyond_the_limit_must_be_on_the_worker(client):

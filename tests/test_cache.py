@@ -9,22 +9,9 @@ from click.testing import CliRunner
 
 from cmbench.cli import main
 from cmbench.runner import Progress, run_suite
-from conftest import assert_same_cube, copy_plugin
+from conftest import PLUGINS, assert_same_cube, copy_plugin
 
-EXTRA = textwrap.dedent('''
-    import os
-    import numpy as np, cmbench
-
-    def extra(X, *, rng, limit=0.05):
-        with open(os.environ["CMBENCH_TEST_LOG"], "a") as f:
-            f.write("estimate:extra\\n")
-        lo, hi = np.nanquantile(X, [limit, 1 - limit], axis=0)
-        return np.nanmean(np.clip(X, lo, hi), axis=0)
-
-    @cmbench.hookimpl
-    def register_estimators():
-        return [cmbench.Estimator("extra", extra, params={"limit": 0.05})]
-''')
+EXTRA = (PLUGINS / "extra.py").read_text()
 
 
 def suite_text(estimators='["est-a", "est-b"]', budgets="[0.0, 0.2]", recoverers='["log-fill", "none"]',

@@ -1,101 +1,21 @@
 """`cmbench check`: a plugin's components through the contract, one line per check."""
 import subprocess
 import sys
-import textwrap
 
 import pytest
 from click.testing import CliRunner
 
 from cmbench.check import CHECKS, FAIL, PASS, run_checks
 from cmbench.cli import main
+from conftest import PLUGINS
 
 #: one defect per estimator: the issue's four (wrong shape, mutation, global randomness, params)
-BROKEN_ESTIMATORS = textwrap.dedent('''
-    import numpy as np
-    import cmbench
-
-    def _visible_mean(X):
-        if np.isnan(X).all(axis=0).any():
-            raise cmbench.Undefined("a column has no visible entry")
-        return np.nanmean(X, axis=0)
-
-    def short_mean(X, *, rng):
-        return _visible_mean(X)[:-1]
-
-    def zero_filled_mean(X, *, rng):
-        mu = _visible_mean(X)
-        X[np.isnan(X)] = 0.0
-        return mu
-
-    def jittered_mean(X, *, rng):
-        return _visible_mean(X) + np.random.normal(scale=1e-3, size=X.shape[1])
-
-    def shrunk_mean(X, *, rng, weight=0.0):
-        return (1 - weight) * _visible_mean(X)
-
-    @cmbench.hookimpl
-    def register_estimators():
-        return [
-            cmbench.Estimator("short-mean", short_mean),
-            cmbench.Estimator("zero-filled-mean", zero_filled_mean),
-            cmbench.Estimator("jittered-mean", jittered_mean),
-            cmbench.Estimator("shrunk-mean", shrunk_mean, params={"weight": 0.1}),
-        ]
-''')
+BROKEN_ESTIMATORS = (PLUGINS / "broken_estimators.py").read_text()
 
 #: one defect per component of the other kinds
-BROKEN_OTHERS = textwrap.dedent('''
-    import numpy as np
-    import cmbench
+BROKEN_OTHERS = (PLUGINS / "broken_others.py").read_text()
 
-    def hide_two_per_column(X, budget, *, rng, structure):
-        Y = np.array(X, dtype=float)
-        if budget > 0:
-            Y[:2] = np.nan            # two entries per column, whatever the budget buys
-        return Y
-
-    def smoothing(X, *, rng, structure, rank):
-        filled = np.where(np.isnan(X), np.nanmean(X, axis=0), X)
-        return filled * 0.99          # also moves the visible entries
-
-    def lopsided(*, instance, rng, n=4):
-        X = rng.normal(size=(30, n))
-        return cmbench.Data(X=X, mean=np.zeros(n + 1))   # mean of the wrong length
-
-    def offset_l2(mu_hat, data):
-        return float(np.linalg.norm(mu_hat - data.mean)) + 1.0   # 1 at the true mean
-
-    @cmbench.hookimpl
-    def register_adversaries():
-        return [cmbench.Adversary("hide-two-per-column", hide_two_per_column, level="value")]
-
-    @cmbench.hookimpl
-    def register_recoverers():
-        return [cmbench.Recoverer("smoothing", smoothing)]
-
-    @cmbench.hookimpl
-    def register_datasets():
-        return [cmbench.Dataset("lopsided", lopsided)]
-
-    @cmbench.hookimpl
-    def register_metrics():
-        return [cmbench.Metric("offset-l2", offset_l2)]
-''')
-
-GOOD = textwrap.dedent('''
-    import numpy as np
-    import cmbench
-
-    def winsorized_mean(X, *, rng, limit=0.05):
-        if np.isnan(X).all(axis=0).any():
-            raise cmbench.Undefined("a column has no visible entry")
-        lo, hi = np.nanquantile(X, [limit, 1 - limit], axis=0)
-        return np.nanmean(np.clip(X, lo, hi), axis=0)
-
-    @cmbench.hookimpl
-    def register_estimators():
-        return [cmbench.Estimator("winsorized-mean", winsorized_mean, ranges={"limit": (0.0, 0.5)})]
-''')
+GOOD = (PLUGINS / "winsorized_checked.py").read_text()
 
 
 @pytest.fixture

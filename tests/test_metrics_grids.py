@@ -11,25 +11,9 @@ from cmbench.plugins import load_plugins
 from cmbench.runner import run_suite
 from cmbench.runner.seeds import rng_for
 from cmbench.suite import load_suite
+from conftest import PLUGINS
 
-METRIC_PLUGIN = textwrap.dedent('''
-    import numpy as np, cmbench
-
-    def relative_l2(mu_hat, data):
-        return float(np.linalg.norm(mu_hat - data.mean) / np.linalg.norm(data.mean))
-
-    def worst_coordinate(mu_hat, data, *, power=1.0):
-        return float(np.max(np.abs(mu_hat - data.mean)) ** power)
-
-    def broken(mu_hat, data):
-        raise RuntimeError("no luck")
-
-    @cmbench.hookimpl
-    def register_metrics():
-        return [cmbench.Metric("relative-l2", relative_l2, description="l2 error over |mu|"),
-                cmbench.Metric("worst-coordinate", worst_coordinate),
-                cmbench.Metric("broken-metric", broken)]
-''')
+METRIC_PLUGIN = (PLUGINS / "metrics.py").read_text()
 
 EXPERIMENT = '''
 name = "s"

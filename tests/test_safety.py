@@ -24,7 +24,7 @@ from cmbench.errors import SuiteError
 from cmbench.runner import run_suite
 from cmbench.suite import load_suite
 import conftest
-from conftest import assert_user_error, write
+from conftest import PLUGINS, assert_user_error, write
 from conftest import cli_inproc as cli
 
 
@@ -283,27 +283,7 @@ def test_report_output_under_a_file_exits_2(cube, tmp_path):
 
 # ================================================= a plugin that ends the process
 
-ENDER = '''
-import os
-import numpy as np, cmbench
-
-class Escape(BaseException):
-    """Not an Exception: a careless plugin's own control-flow signal."""
-
-def bye(X, *, rng):
-    os._exit(0)
-
-def ctrl_c(X, *, rng):
-    raise KeyboardInterrupt
-
-def escape(X, *, rng):
-    raise Escape("out of here")
-
-@cmbench.hookimpl
-def register_estimators():
-    return [cmbench.Estimator("bye", bye), cmbench.Estimator("ctrl-c", ctrl_c),
-            cmbench.Estimator("escape", escape)]
-'''
+ENDER = (PLUGINS / "ender.py").read_text()
 
 
 def ender_suite(tmp_path: Path, estimators: str) -> Path:
@@ -388,18 +368,7 @@ def test_scheduler_that_never_answers_exits_2_naming_the_address(tmp_path, out, 
 
 # ================================================ workers do not outlive cmbench
 
-SLEEPER = '''
-import time
-import numpy as np, cmbench
-
-def sleepy(X, *, rng):
-    time.sleep(60)
-    return np.nanmean(X, 0)
-
-@cmbench.hookimpl
-def register_estimators():
-    return [cmbench.Estimator("sleepy", sleepy)]
-'''
+SLEEPER = (PLUGINS / "sleeper.py").read_text()
 
 
 def _children(pid: int) -> set[int]:

@@ -9,22 +9,9 @@ from cmbench.cli import main
 from cmbench.errors import UserError
 from cmbench.runner import StoppedAtFailure, run_suite
 from cmbench.selection import matches
+from conftest import PLUGINS
 
-PLUGIN = textwrap.dedent('''
-    import numpy as np, cmbench
-
-    def _deep_helper(X):
-        raise ValueError("the helper gave up")
-
-    def fragile_mean(X, *, rng, threshold=0.05):
-        if np.isnan(X).mean() > threshold:
-            return _deep_helper(X)
-        return np.nanmean(X, axis=0)
-
-    @cmbench.hookimpl
-    def register_estimators():
-        return [cmbench.Estimator("fragile-mean", fragile_mean)]
-''')
+PLUGIN = (PLUGINS / "fragile.py").read_text()
 
 SUITE = textwrap.dedent('''
     name = "sl"
