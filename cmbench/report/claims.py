@@ -10,11 +10,11 @@ import math
 from typing import Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from .. import claims as claims_mod
 from .load import Cube, _json_attr
-from .tables import Col, TextPages, fmt_num
+from .layout import Col, TextPage, TextPages
+from .tables import fmt_num
 
 #: parameters of a recoverer that make its stopping rule, when it has them
 STOP_PARAMS = ("tol", "max_iter")
@@ -25,7 +25,7 @@ def verdicts(cubes: Sequence[Cube]) -> list[claims_mod.Verdict]:
     return [v for c in cubes for v in claims_mod.evaluate_cube(c.ds)]
 
 
-def claims_pages(cubes: Sequence[Cube]) -> list[Figure]:
+def claims_pages(cubes: Sequence[Cube]) -> list[TextPage]:
     """One row per claim: its place in the paper, the claim, the measured numbers, the
     verdict. No page when no cube declares claims."""
     found = verdicts(cubes)
@@ -52,7 +52,7 @@ def claims_pages(cubes: Sequence[Cube]) -> list[Figure]:
             tp.para(line)
     held = sum(v.holds is True for v in found)
     tp.para(f"{held} of {len(found)} claims hold in full.")
-    return tp.figures
+    return tp.pages
 
 
 def convergence_lines(cube: Cube) -> list[str]:

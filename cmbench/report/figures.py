@@ -3,8 +3,11 @@ one panel per data set, one line per method with a 95% band), recovery
 thresholds where the structure is known, runtime per method, and differences
 against a baseline.
 
-Figures are plain `matplotlib.figure.Figure` objects (no pyplot state), so they
-are freed as soon as the report has saved them.
+Each page is built as a record (`CurvePage`, `RuntimePage`: the reduced numbers,
+labels and colours) and drawn from it alone (`draw_curves`, `draw_runtime`), so
+that a page whose record did not change can be reused (`pagecache`). Figures
+are plain `matplotlib.figure.Figure` objects (no pyplot state), so they are
+freed as soon as the report has saved them.
 """
 from __future__ import annotations
 
@@ -20,13 +23,10 @@ from matplotlib.lines import Line2D
 
 from .claims import convergence_lines
 from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_NAMES, METRIC_TEXT, Cube, summarize
-from .style import PAGE, MethodStyles
+from .layout import (CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
+                     draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes)
+from .style import LineStyle, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
-
-MAX_NOTE_LINES = 7
-#: y is clipped when the largest value exceeds CLIP_RATIO times the 90th
-#: percentile of the curves: one exploding method would flatten all others.
-CLIP_RATIO = 5.0
 THRESHOLD_STYLES = (("0.25", "--"), ("0.45", ":"), ("0.25", "-."), ("0.55", (0, (5, 2, 1, 2))))
 LEVEL_KEYS = {"epsilon": "sample", "eps": "sample", "rho": "value", "alpha": "coordinate"}
 #: (levels, modes) each key of ``cmbench.theory.thresholds`` speaks about: m_A/2n
@@ -56,12 +56,30 @@ class Panel:
 
 
 @dataclass
-class Page:
-    """A figure and how to name it when written as PNG."""
+class CurvePage:
+    """A page of error (or difference) curves: everything `draw_curves` draws."""
 
-    fig: Figure
-    slug: str
-    png: bool = True
+    title: str
+    panels: list[Panel]
+    styles: dict[str, LineStyle]  # method -> its look, for the methods drawn
+    xlabel: str
+    ylabel: str
+    notes: list[str] = field(default_factory=list)
+    subtitle: str = ""
+    zero_line: bool = False
+    floor_zero: bool = True
+
+
+def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, **kw) -> Page:
+    """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`."""
+    looks = {m: styles[m] for m in styles_order(panels)}
+    return Page(slug, CurvePage(title, list(panels), looks, **kw), draw_curves)
+
+
+def draw_curves(page: CurvePage) -> Figure:
+    return curve_figure(page.title, page.panels, page.styles, xlabel=page.xlabel, ylabel=page.ylabel,
+                        notes=page.notes, subtitle=page.subtitle, zero_line=page.zero_line,
+                        floor_zero=page.floor_zero)
 
 
 # -- error curves --------------------------------------------------------------------
@@ -91,10 +109,10 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                 continue  # no page of empty panels; the note reaches the cells page
             title = (f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} versus "
                      f"budget, adversary {adversary}{_adv_detail(cube, adversary)}")
-            fig = curve_figure(title, panels, styles, xlabel=cube.budget_axis(adversary),
-                               ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
-                               subtitle="mean over instances with a 95% confidence band")
-            pages.append(Page(fig, f"{cube.experiment}-{adversary}-{metric}"))
+            pages.append(curve_page(f"{cube.experiment}-{adversary}-{metric}", title, panels, styles,
+                                    xlabel=cube.budget_axis(adversary),
+                                    ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
+                                    subtitle="mean over instances with a 95% confidence band"))
     return pages
 
 
@@ -152,7 +170,7 @@ def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, 
     return sorted(out, key=lambda t: t[1])
 
 
-def curve_figure(title: str, panels: Sequence[Panel], styles: MethodStyles, *, xlabel: str,
+def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
                  ylabel: str, notes: Sequence[str] = (), subtitle: str = "",
                  zero_line: bool = False, floor_zero: bool = True) -> Figure:
     """A page of panels in a grid (3 columns at most), one shared legend on top,
@@ -167,8 +185,7 @@ def curve_figure(title: str, panels: Sequence[Panel], styles: MethodStyles, *, x
     into the top legend; otherwise each panel has its own small legend.
     """
     n = len(panels)
-    ncols = 2 if n in (1, 4) else min(n, 3)  # one panel: half a page, not all of it
-    nrows = math.ceil(n / ncols)
+    nrows, ncols = grid_shape(n)
     fig = Figure(figsize=PAGE)
     methods = styles_order(panels)
     with_thr = [p.thresholds for p in panels if p.thresholds]
@@ -193,57 +210,36 @@ def curve_figure(title: str, panels: Sequence[Panel], styles: MethodStyles, *, x
     if clipped:
         notes.append("Off the top of the y axis (marked by triangles on the top edge): "
                      + "; ".join(f"{m} on {', '.join(v)}" for m, v in clipped.items()) + ".")
-    notes = _wrap_notes(notes)
+    notes = wrap_notes(notes)
 
     h = PAGE[1]
-    ncol = _legend_columns(methods, 9, 6)
+    ncol = legend_columns(methods, 9, 6)
     thr_labels = [f"{lb} = {fmt_num(v)}" for lb, v in shared_thr or []]
-    thr_ncol = _legend_columns(["recovery thresholds:"] + thr_labels, 8.5, 6)
+    thr_ncol = legend_columns(["recovery thresholds:"] + thr_labels, 8.5, 6)
     thr_rows = math.ceil((len(thr_labels) + 1) / thr_ncol) if shared_thr else 0
     rows = math.ceil(len(methods) / ncol) + thr_rows
-    fig.subplots_adjust(left=0.07, right=0.98, top=1 - (0.62 + 0.24 * rows + 0.45) / h,
-                        bottom=(0.72 + 0.15 * len(notes)) / h,
+    fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (LEGEND_Y + LEGEND_ROW * rows + 0.45) / h,
+                        bottom=(0.72 + NOTE_LINE * len(notes)) / h,
                         hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
-    fig.suptitle(title, x=0.07, ha="left", y=1 - 0.18 / h, fontsize=12, fontweight="bold",
-                 parse_math=False)
-    if subtitle:
-        fig.text(0.07, 1 - 0.45 / h, subtitle, fontsize=9, style="italic", va="top",
-                 parse_math=False)
+    draw_title(fig, title, subtitle)
     handles = [Line2D([], [], label=m, **styles[m].kwargs()) for m in methods]
     if len(handles) > ncol:
-        handles = _row_major(handles, ncol)
+        handles = row_major(handles, ncol)
     if handles:
         fig.legend(handles=handles, loc="upper center", ncol=ncol,
-                   bbox_to_anchor=(0.5, 1 - 0.62 / h), frameon=False, fontsize=9,
+                   bbox_to_anchor=(0.5, 1 - LEGEND_Y / h), frameon=False, fontsize=9,
                    handlelength=3.0, columnspacing=2.0)
     if shared_thr:
-        y = 1 - (0.62 + 0.24 * (rows - thr_rows)) / h
+        y = 1 - (LEGEND_Y + LEGEND_ROW * (rows - thr_rows)) / h
         intro = Line2D([], [], linestyle="none", label="recovery thresholds:")
         thr_handles = [intro] + _threshold_handles(shared_thr)
         if thr_rows > 1:
-            thr_handles = _row_major(thr_handles, thr_ncol)
+            thr_handles = row_major(thr_handles, thr_ncol)
         fig.legend(handles=thr_handles, loc="upper center", ncol=thr_ncol,
                    bbox_to_anchor=(0.5, y), frameon=False, fontsize=8.5, handlelength=3.0,
                    columnspacing=1.5, handletextpad=0.4)
-    if notes:
-        fig.text(0.07, (0.12 + 0.15 * len(notes)) / h, "\n".join(notes), fontsize=7.5,
-                 va="top", color="0.2", linespacing=1.35, parse_math=False)
+    draw_notes(fig, notes)
     return fig
-
-
-def _legend_columns(labels: Sequence[str], fontsize: float, most: int) -> int:
-    """Columns so that a legend row of the widest entries fits the page width."""
-    if not labels:
-        return 1
-    entry = max(len(x) for x in labels) * 0.6 * fontsize / 72 + 0.75  # text + handle, in
-    return int(max(1, min(most, len(labels), (PAGE[0] - 1.0) // entry)))
-
-
-def _row_major(handles: list, ncol: int) -> list:
-    """Legends fill columns first; reorder so that the legend reads row by row."""
-    nrow = math.ceil(len(handles) / ncol)
-    return [handles[r * ncol + c] for c in range(ncol) for r in range(nrow)
-            if r * ncol + c < len(handles)]
 
 
 def styles_order(panels: Sequence[Panel]) -> list[str]:
@@ -333,7 +329,7 @@ def _ylimits(ax, drawn: dict, *, floor_zero: bool) -> float | None:
 def _gap_notes(cube: Cube, status: xr.DataArray, errors: xr.DataArray, adversary: str) -> list[str]:
     """One line per kind of gap or failure of this adversary, where, and why;
     methods with the same gap share a line."""
-    sym = _plain(cube.budget_symbol(adversary))
+    sym = plain(cube.budget_symbol(adversary))
     what = {"undefined": "undefined", "not-applicable": "not applicable",
             "failed": "FAILED", "timeout": "TIMED OUT"}
     groups: dict[tuple, list] = {}  # (kind, where, budgets, why) -> [methods, cells]
@@ -387,20 +383,24 @@ def _empty_note(cube: Cube, status: xr.DataArray, metric: str, empty: Sequence[s
     return "No panel: " + "; ".join(parts) + "."
 
 
-def _wrap_notes(notes: Sequence[str], width: int = 190) -> list[str]:
-    import textwrap
-
-    lines = []
-    for note in notes:
-        lines.extend(textwrap.wrap(note, width, subsequent_indent="    ") or [""])
-    if len(lines) > MAX_NOTE_LINES:
-        cut = len(lines) - MAX_NOTE_LINES + 1
-        lines = lines[: MAX_NOTE_LINES - 1] + [f"… {cut} more note lines; the page of cells "
-                                                "that did not run lists every gap."]
-    return lines
-
-
 # -- runtime -------------------------------------------------------------------------
+@dataclass
+class RuntimePage:
+    """Seconds per cell per method, reduced: what `draw_runtime` draws."""
+
+    experiment: str
+    methods: list[str]
+    styles: dict[str, LineStyle]
+    overall: np.ndarray  # method: mean seconds over ok cells
+    datasets: list[str]
+    per_dataset: np.ndarray  # (method, dataset): mean seconds
+    budgets: np.ndarray  # sorted
+    by_budget: np.ndarray  # (method, budget): mean seconds, budgets sorted
+    budget_label: str
+    timeouts: int
+    failures: int
+
+
 def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
     """Seconds per cell per method: bars are the mean over ok cells, markers the
     mean per data set; a log axis when the means span more than two decades."""
@@ -411,19 +411,36 @@ def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
     if not np.isfinite(overall).any():
         return None
     per_ds = secs.mean(["instance", "adversary", "budget"], skipna=True)  # method, dataset
+    by_budget = secs.mean(["dataset", "instance", "adversary"], skipna=True)  # method, budget
+    order = np.argsort(cube.budgets)
+    counts = cube.status_counts()
+    record = RuntimePage(
+        experiment=cube.experiment, methods=methods, styles={m: styles[m] for m in methods},
+        overall=overall, datasets=list(cube.datasets),
+        per_dataset=np.array([[float(per_ds.sel({"method": m, "dataset": d})) for d in cube.datasets]
+                              for m in methods]).reshape(len(methods), len(cube.datasets)),
+        budgets=cube.budgets[order],
+        by_budget=np.array([by_budget.sel({"method": m}).values[order] for m in methods]),
+        budget_label=("budget" if len({cube.level(a) for a in cube.adversaries}) != 1
+                      else cube.budget_axis(cube.adversaries[0])),
+        timeouts=int(counts.get("timeout", 0)), failures=int(counts.get("failed", 0)))
+    return Page(f"{cube.experiment}-runtime", record, draw_runtime)
+
+
+def draw_runtime(page: RuntimePage) -> Figure:
+    methods, overall, styles = page.methods, page.overall, page.styles
     fig = Figure(figsize=PAGE)
     # bars keep a readable thickness: the axes grow with the number of methods
     height = min(0.42, 0.05 + 0.06 * len(methods))
     ax = fig.add_axes([0.22, 0.86 - height, 0.62, height])
-    _runtime_by_budget(fig.add_axes([0.22, 0.08, 0.62, 0.86 - height - 0.17]), cube, secs,
-                       styles)
+    _runtime_by_budget(fig.add_axes([0.22, 0.08, 0.62, 0.86 - height - 0.17]), page)
     y = np.arange(len(methods))[::-1]
     ax.barh(y, np.where(np.isfinite(overall), overall, 0.0),
             color=[styles[m].color for m in methods], alpha=0.8, height=0.62, zorder=2)
     markers = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-    if len(cube.datasets) > 1:
-        for j, d in enumerate(cube.datasets):
-            ax.scatter(per_ds.sel(dataset=d).values, y, marker=markers[j % len(markers)],
+    if len(page.datasets) > 1:
+        for j, d in enumerate(page.datasets):
+            ax.scatter(page.per_dataset[:, j], y, marker=markers[j % len(markers)],
                        facecolor="white", edgecolor="0.1", s=26, zorder=3, label=d,
                        linewidths=0.9)
         ax.legend(title="mean per data set", loc="upper left", bbox_to_anchor=(1.01, 1.0),
@@ -443,32 +460,26 @@ def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
                     textcoords="offset points", va="center", ha="left", fontsize=8,
                     color="0.15", zorder=4,
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1})
-    counts = cube.status_counts()
-    fig.suptitle(f"{cube.experiment}: runtime per method", x=0.07, ha="left", y=0.965,
+    fig.suptitle(f"{page.experiment}: runtime per method", x=LEFT_MARGIN, ha="left", y=0.965,
                  fontsize=12, fontweight="bold")
-    fig.text(0.07, 0.925, f"Seconds recorded per cell (data set, instance, adversary, budget) "
-             f"for each method; {counts.get('timeout', 0)} timed-out and "
-             f"{counts.get('failed', 0)} failed cells are left out.", fontsize=9,
+    fig.text(LEFT_MARGIN, 0.925, f"Seconds recorded per cell (data set, instance, adversary, budget) "
+             f"for each method; {page.timeouts} timed-out and "
+             f"{page.failures} failed cells are left out.", fontsize=9,
              style="italic", va="top", parse_math=False)
-    return Page(fig, f"{cube.experiment}-runtime")
+    return fig
 
 
-def _runtime_by_budget(ax, cube: Cube, secs: xr.DataArray, styles: MethodStyles) -> None:
+def _runtime_by_budget(ax, page: RuntimePage) -> None:
     """Mean seconds per cell against the budget, over data sets, instances and
     adversaries: how a method's cost grows with the corruption."""
-    by_budget = secs.mean(["dataset", "instance", "adversary"], skipna=True)
-    x = cube.budgets
-    order = np.argsort(x)
-    for m in cube.methods:
-        ax.plot(x[order], by_budget.sel({"method": m}).values[order], label=m,
-                **styles[m].kwargs())
-    vals = by_budget.values[np.isfinite(by_budget.values) & (by_budget.values > 0)]
+    for m, row in zip(page.methods, page.by_budget):
+        ax.plot(page.budgets, row, label=m, **page.styles[m].kwargs())
+    vals = page.by_budget[np.isfinite(page.by_budget) & (page.by_budget > 0)]
     if vals.size and vals.max() / vals.min() > 100:
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
-    ax.set_xlabel("budget" if len({cube.level(a) for a in cube.adversaries}) != 1
-                  else cube.budget_axis(cube.adversaries[0]))
+    ax.set_xlabel(page.budget_label)
     ax.set_ylabel("seconds per cell")
     ax.set_title("mean over data sets, instances and adversaries, by budget", loc="left",
                  fontsize=9)
@@ -501,13 +512,12 @@ def baseline_pages(cube: Cube, base: Cube, styles: MethodStyles) -> list[Page]:
             name = METRIC_TEXT.get(metric, metric)
             title = (f"{cube.experiment}: {name}, this run minus baseline "
                      f"({base.experiment}), adversary {adversary}")
-            fig = curve_figure(title, panels, styles, xlabel=cube.budget_axis(adversary),
-                               ylabel=f"difference in {METRIC_NAMES.get(metric, metric)}",
-                               subtitle=f"mean over instances of the paired difference, "
-                                        f"95% band; below 0: lower error than the baseline "
-                                        f"{base.source}",
-                               zero_line=True, floor_zero=False)
-            pages.append(Page(fig, f"{cube.experiment}-baseline-{adversary}-{metric}"))
+            pages.append(curve_page(
+                f"{cube.experiment}-baseline-{adversary}-{metric}", title, panels, styles,
+                xlabel=cube.budget_axis(adversary), ylabel=f"difference in {METRIC_NAMES.get(metric, metric)}",
+                subtitle=f"mean over instances of the paired difference, "
+                         f"95% band; below 0: lower error than the baseline {base.source}",
+                zero_line=True, floor_zero=False))
     return pages
 
 
@@ -519,14 +529,6 @@ def _adv_detail(cube: Cube, adversary: str) -> str:
     if name and name != adversary:
         bits.insert(0, str(name))
     return f" ({', '.join(bits)})" if bits else ""
-
-
-def _plain(text: str) -> str:
-    """Mathtext to plain text, for titles and notes drawn with math off."""
-    swaps = {r"$\ell_2$": "l2", r"$\epsilon$": "ε", r"$\rho$": "ρ", r"$\alpha$": "α"}
-    for k, v in swaps.items():
-        text = text.replace(k, v)
-    return text.replace("$", "")
 
 
 def _safe_math(label: str) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .figures import Page, Panel, curve_figure
+from .figures import Panel, curve_page
+from .layout import Page
 from .load import Cube, summarize
 from .style import MethodStyles
 
@@ -65,7 +66,6 @@ def recovery_pages(cube: Cube) -> list[Page]:
                    if var == "recovered_fraction" else
                    "per recoverer, mean over instances with a 95% band; over the hidden or replaced "
                    "entries the recoverer filled, in the data's units")
-            fig = curve_figure(title, panels, styles, xlabel=cube.budget_axis(adversary),
-                               ylabel=ylabel, subtitle=sub)
-            pages.append(Page(fig, f"{cube.experiment}-{adversary}-{var}"))
+            pages.append(curve_page(f"{cube.experiment}-{adversary}-{var}", title, panels, styles,
+                                    xlabel=cube.budget_axis(adversary), ylabel=ylabel, subtitle=sub))
     return pages

@@ -178,29 +178,47 @@ def run_tests(cube: Cube, metric: str, alpha: float = ALPHA) -> tuple[Friedman |
     return friedman(scores, methods, alpha), blocks, ""
 
 
+@dataclass
+class CdPage:
+    """A critical-difference page: its title, caption and the test's result."""
+
+    title: str
+    caption: str
+    result: Friedman
+
+
 def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
     """One page per metric with the critical-difference diagram and the test's numbers."""
-    from .figures import Page
-    from .style import PAGE
+    from .layout import Page
 
     pages = []
     for metric in cube.metrics:
         result, blocks, reason = run_tests(cube, metric, alpha)
         if result is None:
             continue
-        fig = Figure(figsize=PAGE)
         what = METRIC_TEXT.get(metric, metric)
-        fig.text(0.03, 0.965, f"{cube.experiment}: critical-difference diagram ({what})",
-                 fontsize=13.5, fontweight="bold", va="top")
-        fig.text(0.03, 0.925, textwrap.fill(f"Friedman p = {result.p_value:.3g} over N = {result.n_blocks} "
-                 f"(data set, instance) blocks, k = {len(result.methods)} methods; {POST_HOC} "
-                 f"CD = {result.cd:.3g} at alpha = {alpha:g}. Average rank, 1 = best; a bar joins "
-                 f"methods not significantly different.", 150), fontsize=9, va="top", style="italic")
-        rows = max((len(result.methods) + 1) // 2, 1) + len(result.cliques())
-        h = min(0.86, 0.16 + 0.042 * rows)
-        cd_diagram(result, fig=fig, rect=(0.03, 0.88 - h, 0.94, h))
-        pages.append(Page(fig, f"{cube.experiment}-cd-{metric}"))
+        caption = textwrap.fill(
+            f"Friedman p = {result.p_value:.3g} over N = {result.n_blocks} "
+            f"(data set, instance) blocks, k = {len(result.methods)} methods; {POST_HOC} "
+            f"CD = {result.cd:.3g} at alpha = {alpha:g}. Average rank, 1 = best; a bar joins "
+            f"methods not significantly different.", 150)
+        pages.append(Page(f"{cube.experiment}-cd-{metric}",
+                          CdPage(f"{cube.experiment}: critical-difference diagram ({what})", caption, result),
+                          draw_cd_page))
     return pages
+
+
+def draw_cd_page(page: CdPage) -> Figure:
+    from .style import PAGE
+
+    result = page.result
+    fig = Figure(figsize=PAGE)
+    fig.text(0.03, 0.965, page.title, fontsize=13.5, fontweight="bold", va="top")
+    fig.text(0.03, 0.925, page.caption, fontsize=9, va="top", style="italic")
+    rows = max((len(result.methods) + 1) // 2, 1) + len(result.cliques())
+    h = min(0.86, 0.16 + 0.042 * rows)
+    cd_diagram(result, fig=fig, rect=(0.03, 0.88 - h, 0.94, h))
+    return fig
 
 
 def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,

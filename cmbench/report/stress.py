@@ -27,17 +27,19 @@ Reads only the cube (variables ``evaluations``, ``d_entry1``, ``d_entry_inf``,
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from .figures import CLIP_RATIO, Page, _legend_columns, _plain, _row_major, _wrap_notes
+from .layout import (LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPage, TextPages,
+                     clip_top, draw_notes, grid_shape, legend_columns, plain, row_major, text_pages, wrap_notes)
 from .load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
-from .style import PAGE, MethodStyles
-from .tables import Col, TextPages, fmt_num
+from .style import MethodStyles
+from .tables import fmt_num
 
 LEVEL_RANK = {"sample": 1, "value": 2, "coordinate": 3}
 LEVEL_TAG = {"sample": "A1", "value": "A2", "coordinate": "A3"}
@@ -100,6 +102,34 @@ def _broken(cube: Cube) -> xr.DataArray:
 
 
 # -- page 1: worst case next to the fixed attacks ---------------------------------------
+@dataclass
+class DotPanel:
+    """One budget's panel: per method (rows), the worst case found and each fixed attack's error."""
+
+    title: str
+    worst: np.ndarray
+    broken: np.ndarray  # bool: the worst case left the method undefined
+    fixed: list  # per fixed adversary (as `DotPage.fixed`), an array over methods
+    strongest: np.ndarray  # the strongest fixed attack within reach, per method
+    top: Optional[float]  # x limit cutting off outliers, else None
+    right: float  # the x axis' right end
+
+
+@dataclass
+class DotPage:
+    """A worst-case-versus-fixed-attacks page: what `draw_dots` draws."""
+
+    title: str
+    adversary: str
+    methods: list[str]
+    colors: list[str]
+    fixed: list  # (label, within reach, level tag) per fixed adversary
+    xlabel: str
+    panels: list[DotPanel]
+    notes: list[str]
+    footer: str = ""
+
+
 def worst_vs_fixed_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     metric = _metric(cube)
     means = _means(cube, metric)
@@ -118,11 +148,10 @@ def worst_vs_fixed_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
             methods = [m for m in cube.methods
                        if bool(np.isfinite(means.sel({"method": m, **here}).values).any())
                        or bool(broken.sel({"method": m, **here}).values.any())]
-            fig = _dot_figure(cube, adv, d, shown, methods, fixed, means, broken, styles, metric)
+            record = _dot_record(cube, adv, d, shown, methods, fixed, means, broken, styles, metric)
             if len(shown) < len(budgets):
-                fig.text(0.07, 0.012, f"Budgets shown: {len(shown)} of {len(budgets)}.",
-                         fontsize=7.5, color="0.2")
-            pages.append(Page(fig, f"{cube.experiment}-stress-{adv}-{d}"))
+                record.footer = f"Budgets shown: {len(shown)} of {len(budgets)}."
+            pages.append(Page(f"{cube.experiment}-stress-{adv}-{d}", record, draw_dots))
     return pages
 
 
@@ -133,24 +162,17 @@ def _spread(values: Sequence[float], most: int) -> list[float]:
     return [values[i] for i in idx]
 
 
-def _dot_figure(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], methods: list[str],
+def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], methods: list[str],
                 fixed: list[tuple[str, bool]], means: xr.DataArray, broken: xr.DataArray,
-                styles: MethodStyles, metric: str) -> Figure:
-    fig = Figure(figsize=PAGE)
-    n = len(budgets)
-    ncols = min(n, 3)
-    nrows = math.ceil(n / ncols)
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
-    notes: list[str] = []
-    y = np.arange(len(methods))[::-1].astype(float)
+                styles: MethodStyles, metric: str) -> DotPage:
+    """Reduce the cube to one `DotPage`: per budget, each method's worst case and fixed attacks."""
+    panels, notes = [], []
     symbol = cube.budget_symbol(adv)
-    for ax, b in zip(axes.ravel(), budgets):
+    for b in budgets:
         sel = means.sel(dataset=dataset, budget=b)
         worst = np.array([float(sel.sel({"method": m, "adversary": adv})) for m in methods])
         brk = np.array([bool(broken.sel({"method": m, "dataset": dataset, "adversary": adv, "budget": b}))
-                        for m in methods]) & ~np.isfinite(worst)
+                        for m in methods], dtype=bool) & ~np.isfinite(worst)
         fvals = {a: np.array([float(sel.sel({"method": m, "adversary": a})) for m in methods])
                  for a, _ in fixed}
         within = [fvals[a] for a, ok in fixed if ok]
@@ -159,26 +181,7 @@ def _dot_figure(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
         finite = np.concatenate([worst[np.isfinite(worst)]] +
                                 [v[np.isfinite(v)] for v in fvals.values()])
         top = _top(finite)
-        for k, (a, ok) in enumerate(fixed):
-            v = fvals[a]
-            ax.scatter(np.minimum(v, top) if top else v, y, marker=FIXED_MARKERS[k % len(FIXED_MARKERS)],
-                       s=24, facecolor="0.6" if ok else "white", edgecolor="0.3", linewidths=0.8,
-                       zorder=3)
-        colors = [styles[m].color for m in methods]
-        for yi, s, w, c in zip(y, strongest, worst, colors):
-            if np.isfinite(s) and np.isfinite(w):
-                ax.plot([s, min(w, top) if top else w], [yi, yi], color=c, linewidth=2.2,
-                        alpha=0.75, zorder=2, solid_capstyle="butt")
-        ok = np.isfinite(worst)
-        ax.scatter(np.minimum(worst[ok], top) if top else worst[ok], y[ok], marker="o", s=48,
-                   c=[c for c, o in zip(colors, ok) if o], edgecolors="black", linewidths=0.7,
-                   zorder=4)
         right = top if top else (1.06 * finite.max() if finite.size and finite.max() > 0 else 1.0)
-        ax.set_xlim(0, right)
-        if brk.any():
-            ax.scatter(np.full(brk.sum(), right), y[brk], marker="X", s=60, clip_on=False,
-                       c=[c for c, b_ in zip(colors, brk) if b_], edgecolors="black",
-                       linewidths=0.6, zorder=5)
         if top:
             over = [(m, w) for m, w in zip(methods, worst) if np.isfinite(w) and w > top]
             over += [(f"{m} ({a})", v) for a, vals in fvals.items()
@@ -187,60 +190,94 @@ def _dot_figure(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
                 notes.append(f"{symbol}={fmt_num(b)}: off the right edge: "
                              + "; ".join(f"{m} {fmt_num(v)}" for m, v in over[:8])
                              + (f" and {len(over) - 8} more" if len(over) > 8 else "") + ".")
-        ax.set_title(f"{symbol} = {fmt_num(b)}", loc="left", fontsize=9.5)
-        ax.set_xlabel(METRIC_NAMES.get(metric, metric))
+        panels.append(DotPanel(f"{symbol} = {fmt_num(b)}", worst, brk, [fvals[a] for a, _ in fixed],
+                               strongest, top, float(right)))
+    level, mode = _info(cube, adv)
+    title = (f"{cube.experiment}: worst case found vs fixed attacks, {adv} "
+             f"({LEVEL_TAG.get(level, level)}, {mode}) on {dataset}")
+    notes.append(
+        "Mean over instances. Fixed attacks of the same mode at the same budget; filled grey: "
+        "a level the adaptive adversary can simulate (Prop. adversaryLemma), hollow: a stronger level; "
+        "a fixed attack that left a method undefined is not drawn. The adaptive adversary maximized "
+        "the l2 error of each method separately; a randomized estimator (e.g. tukey) draws other "
+        "random numbers in each cell, so the worst case may land slightly below a fixed attack it tried.")
+    return DotPage(title, adv, list(methods), [styles[m].color for m in methods],
+                   [(a, ok, _tag(cube, a)) for a, ok in fixed], METRIC_NAMES.get(metric, metric),
+                   panels, notes)
+
+
+def draw_dots(page: DotPage) -> Figure:
+    methods, colors = page.methods, page.colors
+    fig = Figure(figsize=PAGE)
+    n = len(page.panels)
+    ncols = min(n, 3)
+    nrows = math.ceil(n / ncols)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    y = np.arange(len(methods))[::-1].astype(float)
+    for ax, panel in zip(axes.ravel(), page.panels):
+        top, worst = panel.top, panel.worst
+        for k, ((_, ok, _), v) in enumerate(zip(page.fixed, panel.fixed)):
+            ax.scatter(np.minimum(v, top) if top else v, y, marker=FIXED_MARKERS[k % len(FIXED_MARKERS)],
+                       s=24, facecolor="0.6" if ok else "white", edgecolor="0.3", linewidths=0.8,
+                       zorder=3)
+        for yi, s_, w, c in zip(y, panel.strongest, worst, colors):
+            if np.isfinite(s_) and np.isfinite(w):
+                ax.plot([s_, min(w, top) if top else w], [yi, yi], color=c, linewidth=2.2,
+                        alpha=0.75, zorder=2, solid_capstyle="butt")
+        ok = np.isfinite(worst)
+        ax.scatter(np.minimum(worst[ok], top) if top else worst[ok], y[ok], marker="o", s=48,
+                   c=[c for c, o in zip(colors, ok) if o], edgecolors="black", linewidths=0.7,
+                   zorder=4)
+        ax.set_xlim(0, panel.right)
+        brk = panel.broken
+        if brk.any():
+            ax.scatter(np.full(brk.sum(), panel.right), y[brk], marker="X", s=60, clip_on=False,
+                       c=[c for c, b_ in zip(colors, brk) if b_], edgecolors="black",
+                       linewidths=0.6, zorder=5)
+        ax.set_title(panel.title, loc="left", fontsize=9.5)
+        ax.set_xlabel(page.xlabel)
         ax.set_yticks(y)
         ax.set_yticklabels(methods, fontsize=8)
         ax.set_ylim(-0.7, len(methods) - 0.3)
         ax.grid(axis="y", visible=False)
     for row in axes:
-        for lab, m in zip(row[0].get_yticklabels(), methods):
-            lab.set_color(styles[m].color)
+        for lab, c in zip(row[0].get_yticklabels(), colors):
+            lab.set_color(c)
 
     handles = [Line2D([], [], marker="o", linestyle="none", markerfacecolor="0.5",
                       markeredgecolor="black", markersize=7,
-                      label=f"{adv} (worst case found; method colour)")]
+                      label=f"{page.adversary} (worst case found; method colour)")]
     handles.append(Line2D([], [], color="0.35", linewidth=2.2,
                           label="gain over the strongest fixed attack within reach"))
-    for k, (a, ok) in enumerate(fixed):
+    for k, (a, ok, tag) in enumerate(page.fixed):
         handles.append(Line2D([], [], marker=FIXED_MARKERS[k % len(FIXED_MARKERS)], linestyle="none",
                               markerfacecolor="0.6" if ok else "white", markeredgecolor="0.3",
-                              markersize=6, label=f"{a} ({_tag(cube, a)}{'' if ok else ', stronger level'})"))
+                              markersize=6, label=f"{a} ({tag}{'' if ok else ', stronger level'})"))
     handles.append(Line2D([], [], marker="X", linestyle="none", markerfacecolor="0.5",
                           markeredgecolor="black", markersize=7,
                           label="worst case broke the method (undefined)"))
     labels = [h.get_label() for h in handles]
-    ncol = _legend_columns(labels, 8.5, 3)
+    ncol = legend_columns(labels, 8.5, 3)
     rows = math.ceil(len(handles) / ncol)
     h = PAGE[1]
-    notes = _wrap_notes(notes + [
-        "Mean over instances. Fixed attacks of the same mode at the same budget; filled grey: "
-        "a level the adaptive adversary can simulate (Prop. adversaryLemma), hollow: a stronger level; "
-        "a fixed attack that left a method undefined is not drawn. The adaptive adversary maximized "
-        "the l2 error of each method separately; a randomized estimator (e.g. tukey) draws other "
-        "random numbers in each cell, so the worst case may land slightly below a fixed attack it tried."])
-    fig.subplots_adjust(left=0.17, right=0.97, top=1 - (0.62 + 0.22 * rows + 0.35) / h,
-                        bottom=(0.6 + 0.15 * len(notes)) / h, wspace=0.08, hspace=0.35)
-    level, mode = _info(cube, adv)
-    fig.suptitle(f"{cube.experiment}: worst case found vs fixed attacks, {adv} "
-                 f"({LEVEL_TAG.get(level, level)}, {mode}) on {dataset}",
-                 x=0.07, ha="left", y=1 - 0.18 / h, fontsize=12, fontweight="bold", parse_math=False)
-    fig.legend(handles=_row_major(handles, ncol) if len(handles) > ncol else handles,
+    notes = wrap_notes(page.notes)
+    fig.subplots_adjust(left=0.17, right=0.97, top=1 - (LEGEND_Y + 0.22 * rows + 0.35) / h,
+                        bottom=(0.6 + NOTE_LINE * len(notes)) / h, wspace=0.08, hspace=0.35)
+    fig.suptitle(page.title, x=LEFT_MARGIN, ha="left", y=1 - TITLE_Y / h, fontsize=12, fontweight="bold",
+                 parse_math=False)
+    fig.legend(handles=row_major(handles, ncol) if len(handles) > ncol else handles,
                loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 1 - 0.5 / h), frameon=False,
                fontsize=8.5, handlelength=2.2)
-    fig.text(0.07, (0.1 + 0.15 * len(notes)) / h, "\n".join(notes), fontsize=7.5, va="top",
-             color="0.2", linespacing=1.35, parse_math=False)
+    draw_notes(fig, notes, bottom=0.1)
+    if page.footer:
+        fig.text(LEFT_MARGIN, 0.012, page.footer, fontsize=7.5, color="0.2")
     return fig
 
 
 def _top(values: np.ndarray) -> float | None:
-    """An x limit cutting off values more than CLIP_RATIO times the 90th percentile."""
-    if values.size < 3:
-        return None
-    ref = float(np.percentile(values, 90))
-    if ref > 0 and values.max() > CLIP_RATIO * ref:
-        return 1.08 * float(values[values <= CLIP_RATIO * ref].max())
-    return None
+    return clip_top(values)
 
 
 # -- page 2: error against d_ENTRY^1 -----------------------------------------------------
@@ -249,6 +286,39 @@ DISTANCES = {
     "d_entry1": ("d_ENTRY^1", r"$d_{\mathrm{ENTRY}}^1$ of the corruption", True),
     "d_tv": ("d_TV", r"$d_{\mathrm{TV}}$ of the corruption (fraction of rows touched)", False),
 }
+
+
+@dataclass
+class Scatter:
+    """One method's points on a distance panel, fixed or adaptive attacks."""
+
+    x: np.ndarray
+    y: np.ndarray
+    color: str
+    marker: str
+    adaptive: bool
+
+
+@dataclass
+class DistancePanel:
+    title: str
+    points: list[Scatter]
+    top: Optional[float]  # y limit cutting off outliers, else None
+    ymax: float
+    xmax: float
+    rate: Optional[tuple[int, int]]  # (n, m_A): the rate alpha n / m_A and m_A / 2n are drawn
+
+
+@dataclass
+class DistancePage:
+    """Error against a distance of the corruption: what `draw_distance` draws."""
+
+    title: str
+    xlabel: str
+    ylabel: str
+    legend: list[tuple[str, str]]  # (label, colour) per method
+    panels: list[DistancePanel]
+    notes: list[str]
 
 
 def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> list[Page]:
@@ -262,20 +332,13 @@ def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> lis
     pages = []
     for metric in cube.metrics:
         vals = cube.ok_values(metric)
-        panels = [d for d in cube.datasets if bool(np.isfinite(vals.sel(dataset=d).values).any())]
-        if not panels:
+        shown = [d for d in cube.datasets if bool(np.isfinite(vals.sel(dataset=d).values).any())]
+        if not shown:
             continue
-        fig = Figure(figsize=PAGE)
-        n = len(panels)
-        ncols = 2 if n in (1, 4) else min(n, 3)
-        nrows = math.ceil(n / ncols)
-        axes = fig.subplots(nrows, ncols, squeeze=False)
-        for ax in axes.ravel()[n:]:
-            ax.set_visible(False)
-        rate_drawn, half_drawn, notes = False, False, []
-        for ax, d in zip(axes.ravel(), panels):
+        panels, notes = [], []
+        for d in shown:
             x_all = dent.sel(dataset=d)
-            xs_seen, ys_seen = [], []
+            points = []
             for m in cube.methods:
                 v = vals.sel({"method": m, "dataset": d})
                 for kind, advs in (("fixed", [a for a in cube.adversaries if a not in adaptive]),
@@ -285,57 +348,22 @@ def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> lis
                     yy = v.sel(adversary=advs).values.ravel()
                     xx = x_all.sel(adversary=advs).transpose(*v.sel(adversary=advs).dims).values.ravel()
                     ok = np.isfinite(xx) & np.isfinite(yy)
-                    if not ok.any():
-                        continue
-                    st = styles[m]
-                    adaptive_kind = kind == "adaptive"
-                    ax.scatter(xx[ok], yy[ok], s=26 if adaptive_kind else 18,
-                               marker="o" if adaptive_kind else st.marker,
-                               facecolor=st.color if adaptive_kind else "none",
-                               edgecolor=st.color, linewidths=0.8, alpha=0.8,
-                               zorder=3 if adaptive_kind else 2)
-                    xs_seen.append(xx[ok])
-                    ys_seen.append(yy[ok])
-            xs = np.concatenate(xs_seen) if xs_seen else np.array([0.0])
-            ys = np.concatenate(ys_seen) if ys_seen else np.array([0.0])
+                    if ok.any():
+                        points.append(Scatter(xx[ok], yy[ok], styles[m].color, styles[m].marker,
+                                              kind == "adaptive"))
+            xs = np.concatenate([p.x for p in points]) if points else np.array([0.0])
+            ys = np.concatenate([p.y for p in points]) if points else np.array([0.0])
             top = _top(ys)
             if top:
-                ax.set_ylim(0, top)
                 notes.append(f"{d}: errors up to {fmt_num(float(ys.max()))} are off the top.")
-            else:
-                ax.set_ylim(0, 1.06 * float(ys.max()) if ys.max() > 0 else 1.0)
-            xmax = max(float(xs.max()), 1e-3) * 1.05
-            ax.set_xlim(0, xmax)
             info = cube.datasets_info.get(d, {})
             shape = info.get("shape") or []
-            if with_rate and info.get("structure_known") and info.get("m_a") and len(shape) == 2:
-                n_cols, m_a = int(shape[1]), int(info["m_a"])
-                grid = np.linspace(0, xmax, 50)
-                ax.plot(grid, grid * n_cols / m_a, color="black", linestyle="--", linewidth=1.1, zorder=4)
-                half = m_a / (2 * n_cols)
-                if half <= xmax:
-                    ax.axvline(half, color="0.45", linestyle=":", linewidth=1.1, zorder=1)
-                    half_drawn = True
-                rate_drawn = True
-            ax.set_title(cube.dataset_title(d), loc="left", fontsize=9.5)
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel(METRIC_NAMES.get(metric, metric))
-        methods = [m for m in cube.methods]
-        handles = [Line2D([], [], marker="o", linestyle="none", color=styles[m].color, label=m)
-                   for m in methods]
-        handles += [Line2D([], [], marker="o", linestyle="none", markerfacecolor="0.4",
-                           markeredgecolor="0.4", label="adaptive (worst case)"),
-                    Line2D([], [], marker="s", linestyle="none", markerfacecolor="none",
-                           markeredgecolor="0.4", label="fixed attacks (method marker)")]
-        if rate_drawn:
-            handles.append(Line2D([], [], color="black", linestyle="--",
-                                  label=r"$\alpha n/m_A$ (rate, constant 1)"))
-        if half_drawn:
-            handles.append(Line2D([], [], color="0.45", linestyle=":", label=r"$m_A/2n$"))
-        ncol = _legend_columns([h.get_label() for h in handles], 8.5, 6)
-        rows = math.ceil(len(handles) / ncol)
-        h = PAGE[1]
-        notes = _wrap_notes(notes + [
+            rate = ((int(shape[1]), int(info["m_a"])) if with_rate and info.get("structure_known")
+                    and info.get("m_a") and len(shape) == 2 else None)
+            panels.append(DistancePanel(cube.dataset_title(d), points, top, float(ys.max()),
+                                        max(float(xs.max()), 1e-3) * 1.05, rate))
+        rate_drawn = any(p.rate for p in panels)
+        notes.append(
             f"One point per (instance, adversary, budget) and method with an ok cell. {name} is "
             "measured on the adversary's own row correspondence (the runner's record); for an "
             "adaptive adversary it is the largest over the methods it attacked (each method had its "
@@ -345,18 +373,67 @@ def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> lis
                "spread over it. ")
             + ("The rate alpha n/m_A is Corollary cor:upperBoundStructure's (Mahalanobis distance, "
                "up to a constant; tight by Theorem thm:lowerBoundStructure), valid below m_A/2n "
-               "for missing entries." if rate_drawn else "")])
-        fig.subplots_adjust(left=0.07, right=0.98, top=1 - (0.62 + 0.24 * rows + 0.4) / h,
-                            bottom=(0.7 + 0.15 * len(notes)) / h, hspace=0.5, wspace=0.22)
-        fig.suptitle(f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} against {name}, all cells",
-                     x=0.07, ha="left", y=1 - 0.18 / h, fontsize=12, fontweight="bold", parse_math=False)
-        fig.legend(handles=_row_major(handles, ncol) if len(handles) > ncol else handles,
-                   loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 1 - 0.5 / h), frameon=False,
-                   fontsize=8.5)
-        fig.text(0.07, (0.12 + 0.15 * len(notes)) / h, "\n".join(notes), fontsize=7.5, va="top",
-                 color="0.2", linespacing=1.35, parse_math=False)
-        pages.append(Page(fig, f"{cube.experiment}-stress-{var}-{metric}"))
+               "for missing entries." if rate_drawn else ""))
+        record = DistancePage(f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} against {name}, all cells",
+                              xlabel, METRIC_NAMES.get(metric, metric),
+                              [(m, styles[m].color) for m in cube.methods], panels, notes)
+        pages.append(Page(f"{cube.experiment}-stress-{var}-{metric}", record, draw_distance))
     return pages
+
+
+def draw_distance(page: DistancePage) -> Figure:
+    fig = Figure(figsize=PAGE)
+    n = len(page.panels)
+    nrows, ncols = grid_shape(n)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    rate_drawn = half_drawn = False
+    for ax, panel in zip(axes.ravel(), page.panels):
+        for p in panel.points:
+            ax.scatter(p.x, p.y, s=26 if p.adaptive else 18, marker="o" if p.adaptive else p.marker,
+                       facecolor=p.color if p.adaptive else "none", edgecolor=p.color, linewidths=0.8,
+                       alpha=0.8, zorder=3 if p.adaptive else 2)
+        if panel.top:
+            ax.set_ylim(0, panel.top)
+        else:
+            ax.set_ylim(0, 1.06 * panel.ymax if panel.ymax > 0 else 1.0)
+        ax.set_xlim(0, panel.xmax)
+        if panel.rate:
+            n_cols, m_a = panel.rate
+            grid = np.linspace(0, panel.xmax, 50)
+            ax.plot(grid, grid * n_cols / m_a, color="black", linestyle="--", linewidth=1.1, zorder=4)
+            half = m_a / (2 * n_cols)
+            if half <= panel.xmax:
+                ax.axvline(half, color="0.45", linestyle=":", linewidth=1.1, zorder=1)
+                half_drawn = True
+            rate_drawn = True
+        ax.set_title(panel.title, loc="left", fontsize=9.5)
+        ax.set_xlabel(page.xlabel)
+        ax.set_ylabel(page.ylabel)
+    handles = [Line2D([], [], marker="o", linestyle="none", color=c, label=m) for m, c in page.legend]
+    handles += [Line2D([], [], marker="o", linestyle="none", markerfacecolor="0.4",
+                       markeredgecolor="0.4", label="adaptive (worst case)"),
+                Line2D([], [], marker="s", linestyle="none", markerfacecolor="none",
+                       markeredgecolor="0.4", label="fixed attacks (method marker)")]
+    if rate_drawn:
+        handles.append(Line2D([], [], color="black", linestyle="--",
+                              label=r"$\alpha n/m_A$ (rate, constant 1)"))
+    if half_drawn:
+        handles.append(Line2D([], [], color="0.45", linestyle=":", label=r"$m_A/2n$"))
+    ncol = legend_columns([h.get_label() for h in handles], 8.5, 6)
+    rows = math.ceil(len(handles) / ncol)
+    h = PAGE[1]
+    notes = wrap_notes(page.notes)
+    fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (LEGEND_Y + LEGEND_ROW * rows + 0.4) / h,
+                        bottom=(0.7 + NOTE_LINE * len(notes)) / h, hspace=0.5, wspace=0.22)
+    fig.suptitle(page.title, x=LEFT_MARGIN, ha="left", y=1 - TITLE_Y / h, fontsize=12, fontweight="bold",
+                 parse_math=False)
+    fig.legend(handles=row_major(handles, ncol) if len(handles) > ncol else handles,
+               loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 1 - 0.5 / h), frameon=False,
+               fontsize=8.5)
+    draw_notes(fig, notes)
+    return fig
 
 
 # -- page 3: table -----------------------------------------------------------------------
@@ -400,7 +477,7 @@ def worst_case_summary(cube: Cube) -> list[dict]:
                 i = np.unravel_index(np.nanargmax(ratio), ratio.shape)
                 d, b = w["dataset"].values[i[0]], w["budget"].values[i[1]]
                 name = within[int(strongest_name.values[i])] if within else ""
-                where = f"{d}, {_plain(cube.budget_symbol(adv))}={fmt_num(float(b))} vs {name}"
+                where = f"{d}, {plain(cube.budget_symbol(adv))}={fmt_num(float(b))} vs {name}"
             ev = float("nan")
             if evals is not None:  # over the cells where the search ran to the end
                 ran = cube.status().isin(["ok", *BROKEN]).sel({"method": m, "adversary": adv, "budget": pos})
@@ -416,7 +493,7 @@ def worst_case_summary(cube: Cube) -> list[dict]:
     return rows
 
 
-def summary_pages(cube: Cube) -> list[Figure]:
+def summary_pages(cube: Cube) -> list[TextPage]:
     rows = worst_case_summary(cube)
     if not rows:
         return []
@@ -442,7 +519,7 @@ def summary_pages(cube: Cube) -> list[Figure]:
                    fmt_num(r["ratio_median"]), fmt_num(r["ratio_max"]), r["where"],
                    str(r["broken"]), fmt_num(r["evaluations"], 4)]
                   for r in rows if r["adversary"] == adv])
-    return tp.figures
+    return tp.pages
 
 
 # -- all --------------------------------------------------------------------------------
@@ -453,5 +530,5 @@ def stress_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     pages = worst_vs_fixed_pages(cube, styles)
     pages += dentry_pages(cube, styles, "d_entry1")
     pages += dentry_pages(cube, styles, "d_tv")
-    pages += [Page(f, f"{cube.experiment}-stress-summary", png=False) for f in summary_pages(cube)]
+    pages += text_pages(summary_pages(cube), f"{cube.experiment}-stress-summary")
     return pages

@@ -1,5 +1,6 @@
 """Tables of a report: provenance, ranking, cells that did not run, baseline
-differences; and the text-page layout that flows them over as many pages as needed.
+differences, each as `layout.TextPage` records (`layout.TextPages` flows them
+over as many pages as needed).
 
 Table text is drawn with mathtext off, so error messages holding ``$`` print as
 they are, and every cell stays searchable text in the PDF.
@@ -7,19 +8,16 @@ they are, and every cell stays searchable text in the PDF.
 from __future__ import annotations
 
 import datetime as _dt
-import textwrap
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from matplotlib.figure import Figure
 from scipy.stats import rankdata
 
 from . import significance
 from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_TEXT, STATUSES, Cube, summarize
-from .style import PAGE
+from .layout import Col, TextPage, TextPages
 
 MAX_GROUP_ROWS = 80  # rows of the cells-not-run list before it is cut with a count
 MESSAGE_CHARS = 400  # of one error message
@@ -198,137 +196,9 @@ def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# -- layout ------------------------------------------------------------------------
-@dataclass
-class Col:
-    """A table column: header, width (fraction of the text width), alignment."""
-
-    header: str
-    width: float
-    align: str = "left"
-
-
-class TextPages:
-    """Flows headings, paragraphs and tables down A4 pages, starting a new page
-    (with "(continued)" and the table header repeated) whenever one is full.
-
-    Parameters
-    ----------
-    title : printed at the top of every page.
-    fontsize : body text size in points.
-    """
-
-    LEFT, RIGHT, TOP, BOTTOM = 0.06, 0.96, 0.93, 0.05
-
-    def __init__(self, title: str, *, fontsize: float = 8.5):
-        self.title = title
-        self.fs = fontsize
-        self.figures: list[Figure] = []
-        self._line = fontsize * 1.45 / 72 / PAGE[1]  # one text line, figure fraction
-        self._asc = fontsize * 1.0 / 72 / PAGE[1]  # row top to first baseline
-        self._char = fontsize * 0.6 / 72 / PAGE[0]  # one average character
-        self._new_page()
-
-    # public -------------------------------------------------------------------
-    def heading(self, text: str) -> None:
-        self._need(6)  # never a heading alone at the foot of a page
-        self.y -= 0.6 * self._line
-        self.fig.text(self.LEFT, self.y - 1.3 * self._asc, text, fontsize=self.fs + 2.5,
-                      fontweight="bold", va="baseline", parse_math=False)
-        self.y -= 1.8 * self._line
-
-    def para(self, text: str, *, style: str = "normal", color: str = "black") -> None:
-        lines = self._wrap(text, self.RIGHT - self.LEFT)
-        for line in lines:
-            self._need(1)
-            self.fig.text(self.LEFT, self.y - self._asc, line, fontsize=self.fs,
-                          va="baseline", style=style, color=color, parse_math=False)
-            self.y -= self._line
-        self.y -= 0.4 * self._line
-
-    def table(self, cols: Sequence[Col], rows: Iterable[Sequence[str]]) -> None:
-        total = sum(c.width for c in cols)
-        span = self.RIGHT - self.LEFT
-        widths = [c.width / total * span for c in cols]
-        lefts = np.concatenate([[self.LEFT], self.LEFT + np.cumsum(widths)[:-1]])
-        rows = list(rows)
-        self._need(2 + (len(self._cell_lines(rows[0], widths)) if rows else 1))
-        self._header(cols, widths, lefts)
-        for i, row in enumerate(rows):
-            cells = [self._wrap(str(v), w) for v, w in zip(row, widths)]
-            height = max(len(c) for c in cells)
-            if self.y - height * self._line < self.BOTTOM:
-                self._new_page(continued=True)
-                self._header(cols, widths, lefts)
-            if i % 2 == 1:  # zebra stripes guide the eye along wide rows
-                self.fig.add_artist(_band(self.fig, self.LEFT, self.RIGHT, self.y,
-                                          height * self._line))
-            for col, lines, left, w in zip(cols, cells, lefts, widths):
-                x = left + (w - 0.006 if col.align == "right" else 0.0)
-                self._lines(x, self.y - self._asc, lines, ha=col.align)
-            self.y -= height * self._line
-        self.y -= 0.8 * self._line
-
-    # internals ----------------------------------------------------------------
-    def _cell_lines(self, row, widths):
-        return max((self._wrap(str(v), w) for v, w in zip(row, widths)), key=len)
-
-    def _header(self, cols, widths, lefts):
-        heads = [self._wrap(c.header, w, whole_words=True) for c, w in zip(cols, widths)]
-        height = max(len(h) for h in heads)
-        for col, lines, left, w in zip(cols, heads, lefts, widths):
-            x = left + (w - 0.006 if col.align == "right" else 0.0)
-            # bottom-aligned, so one-line headers sit on the rule like the others
-            y = self.y - self._asc - (height - len(lines)) * self._line
-            self._lines(x, y, lines, ha=col.align, fontweight="bold")
-        self.y -= height * self._line
-        self.fig.add_artist(_rule(self.LEFT, self.RIGHT, self.y - 0.05 * self._line))
-        self.y -= 0.4 * self._line
-
-    def _lines(self, x: float, y: float, lines: Sequence[str], **kw) -> None:
-        # one Text per line: a multi-line Text's "baseline" is its last line's
-        for k, line in enumerate(lines):
-            self.fig.text(x, y - k * self._line, line, fontsize=self.fs, va="baseline",
-                          parse_math=False, **kw)
-
-    def _wrap(self, text: str, width: float, whole_words: bool = False) -> list[str]:
-        chars = max(int(width / self._char) - 1, 4)
-        out = []
-        for part in str(text).split("\n"):
-            out.extend(textwrap.wrap(part, chars, break_long_words=not whole_words,
-                                     break_on_hyphens=False) or [""])
-        return out
-
-    def _need(self, lines: float) -> None:
-        if self.y - lines * self._line < self.BOTTOM:
-            self._new_page(continued=True)
-
-    def _new_page(self, continued: bool = False) -> None:
-        self.fig = Figure(figsize=PAGE)
-        title = self.title + ("  (continued)" if continued else "")
-        self.fig.text(self.LEFT, 0.965, title, fontsize=self.fs + 5, fontweight="bold",
-                      va="top", parse_math=False)
-        self.figures.append(self.fig)
-        self.y = self.TOP - 0.01
-
-
-def _rule(x0, x1, y):
-    from matplotlib.lines import Line2D
-
-    return Line2D([x0, x1], [y, y], linewidth=0.6, color="0.3")
-
-
-def _band(fig, x0, x1, y_top, height):
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x0 - 0.004, y_top - height), x1 - x0 + 0.008, height,
-                     transform=fig.transFigure,
-                     facecolor="0.94", edgecolor="none", zorder=-1)
-
-
 # -- pages ------------------------------------------------------------------------
 def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
-                     baseline: Cube | None = None) -> list[Figure]:
+                     baseline: Cube | None = None) -> list[TextPage]:
     """Suite, seed, versions, data sets with shapes, when and where each cube was
     made, and how many cells failed."""
     tp = TextPages(title)
@@ -406,17 +276,17 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
                 f"{baseline.attrs.get('suite', '?')}, cmbench "
                 f"{baseline.attrs.get('cmbench_version', '?')}, created "
                 f"{baseline.attrs.get('created', '?')} on {baseline.attrs.get('host', '?')}.")
-    return tp.figures
+    return tp.pages
 
 
-def suite_text_pages(cubes: Sequence[Cube]) -> list[Figure]:
+def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPage]:
     """The suite file as run, once per distinct text (recorded in each cube)."""
     texts = {}
     for c in cubes:
         text = str(c.attrs.get("suite_text") or "")
         if text:
             texts.setdefault(text, []).append(c)
-    figures = []
+    pages = []
     for text, group in texts.items():
         c = group[0]
         tp = TextPages(f"Suite file: {c.attrs.get('suite_file', '?')}")
@@ -424,8 +294,8 @@ def suite_text_pages(cubes: Sequence[Cube]) -> list[Figure]:
                 f"{', '.join(g.experiment for g in group)}.", style="italic")
         for line in text.splitlines():
             tp.para(line or " ", style="normal")
-        figures += tp.figures
-    return figures
+        pages += tp.pages
+    return pages
 
 
 def _json(value):
@@ -439,7 +309,7 @@ def _json(value):
     return value
 
 
-def ranking_pages(cube: Cube) -> list[Figure]:
+def ranking_pages(cube: Cube) -> list[TextPage]:
     """One table per metric: mean error and average rank per method, best first."""
     tp = TextPages(f"{cube.experiment}: ranking of methods")
     tp.para("A cell is one (data set, adversary, budget); a method's value there is its mean "
@@ -461,10 +331,10 @@ def ranking_pages(cube: Cube) -> list[Figure]:
         result, blocks, reason = significance.run_tests(cube, metric)
         for text in significance.describe(result, blocks, reason, metric):
             tp.para(text)
-    return tp.figures
+    return tp.pages
 
 
-def cells_pages(cube: Cube) -> list[Figure]:
+def cells_pages(cube: Cube) -> list[TextPage]:
     """Failed and timed-out cells with their messages; then the gaps (undefined,
     not applicable), which are not failures."""
     tp = TextPages(f"{cube.experiment}: cells that did not run")
@@ -491,10 +361,10 @@ def cells_pages(cube: Cube) -> list[Figure]:
             rest = df.iloc[len(shown):]
             tp.para(f"… and {len(rest)} more groups ({int(rest['cells'].sum())} cells); "
                     f"the cube's 'status' and 'error' variables hold them all.", style="italic")
-    return tp.figures
+    return tp.pages
 
 
-def baseline_table_pages(cube: Cube, base: Cube) -> list[Figure]:
+def baseline_table_pages(cube: Cube, base: Cube) -> list[TextPage]:
     """Per metric: each shared method's mean error here and in the baseline,
     their difference and the relative change."""
     tp = TextPages(f"{cube.experiment}: difference against the baseline")
@@ -527,4 +397,4 @@ def baseline_table_pages(cube: Cube, base: Cube) -> list[Figure]:
                       Col("relative", 1.0, "right"), Col("cells compared", 1.3, "right")], rows)
         else:
             tp.para("No method label in common.", style="italic")
-    return tp.figures
+    return tp.pages

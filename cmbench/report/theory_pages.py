@@ -6,7 +6,10 @@ A suite names the examples its report shows (``theory_figures =
 """
 from __future__ import annotations
 
+import hashlib
 import textwrap
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -14,13 +17,32 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from .. import theory
-from .figures import Page
+from .layout import Page
 from .load import Cube, _json_attr
 from .style import PAGE
 from .tables import fmt_num
 
 #: colour of a sample by the number of its corrupted coordinates (0, 1, 2)
 CORRUPTED_COLORS = ("0.55", "#E08214", "#B2182B")
+
+
+@dataclass(frozen=True)
+class TheoryPage:
+    """A worked example's page: its parameters and the digest of the theory code that computes it.
+
+    The numbers are a function of these alone, so the record names them instead
+    of holding them: computing them is most of the page's cost, and a page
+    whose record is unchanged is not drawn again.
+    """
+
+    figure: str
+    k: int
+    seed: int
+    theory: str  # SHA-256 of cmbench/theory.py
+
+
+def _theory_digest() -> str:
+    return hashlib.sha256(Path(theory.__file__).read_bytes()).hexdigest()
 
 
 def theory_pages(cubes: Sequence[Cube]) -> list[Page]:
@@ -33,10 +55,16 @@ def theory_pages(cubes: Sequence[Cube]) -> list[Page]:
 
 
 def dis_compare_page(k: int = 16, seed: int = 0) -> Page:
+    """Figure fig:disCompare (see `draw_dis_compare`)."""
+    return Page("theory-fig-disCompare", TheoryPage("fig:disCompare", k, seed, _theory_digest()),
+                draw_dis_compare)
+
+
+def draw_dis_compare(page: TheoryPage) -> Figure:
     """Figure fig:disCompare: D1 uniform on the square and its corruptions D2 and D3,
     with d_TV, d_ENTRY^1 and d_ENTRY^inf computed on the samples (exactly: an
     assignment and a linear program) beside the values section sec:dentry states."""
-    samples = theory.dis_compare_example(k, seed=seed)
+    samples = theory.dis_compare_example(page.k, seed=page.seed)
     X = samples["D1"]
     fig = Figure(figsize=PAGE)
     fig.suptitle("Figure fig:disCompare: d_TV against d_ENTRY on a two-dimensional uniform",
@@ -63,7 +91,7 @@ def dis_compare_page(k: int = 16, seed: int = 0) -> Page:
         rows.append((f"D1 vs {name}", measured, paper,
                      float(np.mean((X != Y).any(axis=1)))))
     _table(fig, rows)
-    return Page(fig, "theory-fig-disCompare")
+    return fig
 
 
 def _scatter(ax, X: np.ndarray, Y: np.ndarray) -> None:

@@ -1,0 +1,281 @@
+"""Page layout shared by every page of the PDF report: sizes, margins, grids, legends, notes, text flow.
+
+A page is a `Page`: its data as a record (a dataclass built from the cubes,
+see `pages`) and the function that draws that record into a figure. The
+helpers here hold the layout rules (page size, margins in inches, how many
+panels per row, how many legend columns fit, where notes go) so that each
+drawing function only places its own content.
+"""
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from .style import PAGE
+
+__all__ = ["PAGE", "Page", "Col", "TextPages", "TextPage", "draw_text_page", "grid_shape",
+           "legend_columns", "row_major", "wrap_notes", "plain", "CLIP_RATIO", "MAX_NOTE_LINES",
+           "TITLE_Y", "LEGEND_Y", "LEGEND_ROW", "NOTE_LINE", "LEFT_MARGIN"]
+
+#: y is clipped when the largest value exceeds CLIP_RATIO times the 90th
+#: percentile of the values drawn: one exploding method would flatten all others.
+CLIP_RATIO = 5.0
+MAX_NOTE_LINES = 7
+#: vertical layout of a figure page, in inches from the top edge: the title's
+#: baseline, the top of the shared legend, one legend row; one line of notes
+TITLE_Y, LEGEND_Y, LEGEND_ROW, NOTE_LINE = 0.18, 0.62, 0.24, 0.15
+LEFT_MARGIN = 0.07  # figure fraction: titles, notes and the first column of panels start here
+
+
+@dataclass
+class Page:
+    """One page of the report: its data record and how to draw it.
+
+    ``record`` holds everything the drawing depends on (numbers, labels,
+    colours), so that its digest says whether a drawn page can be reused;
+    ``None`` means the page is always drawn. The figure is drawn on first use
+    of ``fig`` and freed by `release`.
+    """
+
+    slug: str
+    record: Any
+    draw: Callable[[Any], Any]
+    png: bool = True
+    _fig: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def fig(self):
+        if self._fig is None:
+            self._fig = self.draw(self.record)
+        return self._fig
+
+    def release(self) -> None:
+        """Free the drawn figure's artists now rather than at the end."""
+        if self._fig is not None:
+            self._fig.clear()
+            self._fig = None
+
+
+# -- grids, legends, notes ------------------------------------------------------------------
+def grid_shape(n: int) -> tuple[int, int]:
+    """(rows, columns) for ``n`` panels: 3 columns at most; one panel takes half a page, four a 2 x 2."""
+    ncols = 2 if n in (1, 4) else min(n, 3)
+    return math.ceil(n / ncols), ncols
+
+
+def legend_columns(labels: Sequence[str], fontsize: float, most: int) -> int:
+    """Columns so that a legend row of the widest entries fits the page width."""
+    if not labels:
+        return 1
+    entry = max(len(x) for x in labels) * 0.6 * fontsize / 72 + 0.75  # text + handle, in
+    return int(max(1, min(most, len(labels), (PAGE[0] - 1.0) // entry)))
+
+
+def row_major(handles: list, ncol: int) -> list:
+    """Legends fill columns first; reorder so that the legend reads row by row."""
+    nrow = math.ceil(len(handles) / ncol)
+    return [handles[r * ncol + c] for c in range(ncol) for r in range(nrow)
+            if r * ncol + c < len(handles)]
+
+
+def wrap_notes(notes: Sequence[str], width: int = 190) -> list[str]:
+    """Notes wrapped to the page width, cut to `MAX_NOTE_LINES` with a pointer to the cells page."""
+    lines = []
+    for note in notes:
+        lines.extend(textwrap.wrap(note, width, subsequent_indent="    ") or [""])
+    if len(lines) > MAX_NOTE_LINES:
+        cut = len(lines) - MAX_NOTE_LINES + 1
+        lines = lines[: MAX_NOTE_LINES - 1] + [f"… {cut} more note lines; the page of cells "
+                                                "that did not run lists every gap."]
+    return lines
+
+
+def draw_notes(fig, notes: Sequence[str], bottom: float = 0.12) -> None:
+    """The notes block at the foot of a figure page (``bottom``: inches below its first line's top)."""
+    if notes:
+        fig.text(LEFT_MARGIN, (bottom + NOTE_LINE * len(notes)) / PAGE[1], "\n".join(notes), fontsize=7.5,
+                 va="top", color="0.2", linespacing=1.35, parse_math=False)
+
+
+def draw_title(fig, title: str, subtitle: str = "") -> None:
+    """A figure page's bold title and optional italic subtitle, top left."""
+    h = PAGE[1]
+    fig.suptitle(title, x=LEFT_MARGIN, ha="left", y=1 - TITLE_Y / h, fontsize=12, fontweight="bold",
+                 parse_math=False)
+    if subtitle:
+        fig.text(LEFT_MARGIN, 1 - 0.45 / h, subtitle, fontsize=9, style="italic", va="top",
+                 parse_math=False)
+
+
+def plain(text: str) -> str:
+    """Mathtext to plain text, for titles and notes drawn with math off."""
+    swaps = {r"$\ell_2$": "l2", r"$\epsilon$": "ε", r"$\rho$": "ρ", r"$\alpha$": "α"}
+    for k, v in swaps.items():
+        text = text.replace(k, v)
+    return text.replace("$", "")
+
+
+def clip_top(values: np.ndarray) -> Optional[float]:
+    """A limit cutting off values more than `CLIP_RATIO` times the 90th percentile, else None."""
+    if values.size < 3:
+        return None
+    ref = float(np.percentile(values, 90))
+    if ref > 0 and values.max() > CLIP_RATIO * ref:
+        return 1.08 * float(values[values <= CLIP_RATIO * ref].max())
+    return None
+
+
+# -- text pages ---------------------------------------------------------------------------
+@dataclass
+class Col:
+    """A table column: header, width (fraction of the text width), alignment."""
+
+    header: str
+    width: float
+    align: str = "left"
+
+
+@dataclass
+class TextPage:
+    """A text page as drawing operations: ``("text", x, y, s, kwargs)``, ``("rule", x0, x1, y)``,
+    ``("band", x0, x1, y_top, height)``, in figure fractions; ``kwargs`` as sorted pairs."""
+
+    ops: list = field(default_factory=list)
+
+
+class TextPages:
+    """Flows headings, paragraphs and tables down A4 pages, starting a new page
+    (with "(continued)" and the table header repeated) whenever one is full.
+
+    The result, ``pages``, is a list of `TextPage` records: the flow is
+    computed here, the drawing by `draw_text_page`.
+
+    Parameters
+    ----------
+    title : printed at the top of every page.
+    fontsize : body text size in points.
+    """
+
+    LEFT, RIGHT, TOP, BOTTOM = 0.06, 0.96, 0.93, 0.05
+
+    def __init__(self, title: str, *, fontsize: float = 8.5):
+        self.title = title
+        self.fs = fontsize
+        self.pages: list[TextPage] = []
+        self._line = fontsize * 1.45 / 72 / PAGE[1]  # one text line, figure fraction
+        self._asc = fontsize * 1.0 / 72 / PAGE[1]  # row top to first baseline
+        self._char = fontsize * 0.6 / 72 / PAGE[0]  # one average character
+        self._new_page()
+
+    # public -------------------------------------------------------------------
+    def heading(self, text: str) -> None:
+        self._need(6)  # never a heading alone at the foot of a page
+        self.y -= 0.6 * self._line
+        self._text(self.LEFT, self.y - 1.3 * self._asc, text, fontsize=self.fs + 2.5,
+                   fontweight="bold", va="baseline")
+        self.y -= 1.8 * self._line
+
+    def para(self, text: str, *, style: str = "normal", color: str = "black") -> None:
+        lines = self._wrap(text, self.RIGHT - self.LEFT)
+        for line in lines:
+            self._need(1)
+            self._text(self.LEFT, self.y - self._asc, line, fontsize=self.fs,
+                       va="baseline", style=style, color=color)
+            self.y -= self._line
+        self.y -= 0.4 * self._line
+
+    def table(self, cols: Sequence[Col], rows: Iterable[Sequence[str]]) -> None:
+        total = sum(c.width for c in cols)
+        span = self.RIGHT - self.LEFT
+        widths = [c.width / total * span for c in cols]
+        lefts = np.concatenate([[self.LEFT], self.LEFT + np.cumsum(widths)[:-1]])
+        rows = list(rows)
+        self._need(2 + (len(self._cell_lines(rows[0], widths)) if rows else 1))
+        self._header(cols, widths, lefts)
+        for i, row in enumerate(rows):
+            cells = [self._wrap(str(v), w) for v, w in zip(row, widths)]
+            height = max(len(c) for c in cells)
+            if self.y - height * self._line < self.BOTTOM:
+                self._new_page(continued=True)
+                self._header(cols, widths, lefts)
+            if i % 2 == 1:  # zebra stripes guide the eye along wide rows
+                self.page.ops.append(("band", self.LEFT, self.RIGHT, self.y, height * self._line))
+            for col, lines, left, w in zip(cols, cells, lefts, widths):
+                x = left + (w - 0.006 if col.align == "right" else 0.0)
+                self._lines(x, self.y - self._asc, lines, ha=col.align)
+            self.y -= height * self._line
+        self.y -= 0.8 * self._line
+
+    # internals ----------------------------------------------------------------
+    def _text(self, x: float, y: float, s: str, **kw) -> None:
+        self.page.ops.append(("text", float(x), float(y), s, tuple(sorted(kw.items()))))
+
+    def _cell_lines(self, row, widths):
+        return max((self._wrap(str(v), w) for v, w in zip(row, widths)), key=len)
+
+    def _header(self, cols, widths, lefts):
+        heads = [self._wrap(c.header, w, whole_words=True) for c, w in zip(cols, widths)]
+        height = max(len(h) for h in heads)
+        for col, lines, left, w in zip(cols, heads, lefts, widths):
+            x = left + (w - 0.006 if col.align == "right" else 0.0)
+            # bottom-aligned, so one-line headers sit on the rule like the others
+            y = self.y - self._asc - (height - len(lines)) * self._line
+            self._lines(x, y, lines, ha=col.align, fontweight="bold")
+        self.y -= height * self._line
+        self.page.ops.append(("rule", self.LEFT, self.RIGHT, self.y - 0.05 * self._line))
+        self.y -= 0.4 * self._line
+
+    def _lines(self, x: float, y: float, lines: Sequence[str], **kw) -> None:
+        # one Text per line: a multi-line Text's "baseline" is its last line's
+        for k, line in enumerate(lines):
+            self._text(x, y - k * self._line, line, fontsize=self.fs, va="baseline", **kw)
+
+    def _wrap(self, text: str, width: float, whole_words: bool = False) -> list[str]:
+        chars = max(int(width / self._char) - 1, 4)
+        out = []
+        for part in str(text).split("\n"):
+            out.extend(textwrap.wrap(part, chars, break_long_words=not whole_words,
+                                     break_on_hyphens=False) or [""])
+        return out
+
+    def _need(self, lines: float) -> None:
+        if self.y - lines * self._line < self.BOTTOM:
+            self._new_page(continued=True)
+
+    def _new_page(self, continued: bool = False) -> None:
+        self.page = TextPage()
+        title = self.title + ("  (continued)" if continued else "")
+        self._text(self.LEFT, 0.965, title, fontsize=self.fs + 5, fontweight="bold", va="top")
+        self.pages.append(self.page)
+        self.y = self.TOP - 0.01
+
+
+def draw_text_page(page: TextPage):
+    """Draw a `TextPage` record on an A4 landscape figure."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    fig = Figure(figsize=PAGE)
+    for op in page.ops:
+        if op[0] == "text":
+            _, x, y, s, kw = op
+            fig.text(x, y, s, parse_math=False, **dict(kw))
+        elif op[0] == "rule":
+            _, x0, x1, y = op
+            fig.add_artist(Line2D([x0, x1], [y, y], linewidth=0.6, color="0.3"))
+        elif op[0] == "band":
+            _, x0, x1, y_top, height = op
+            fig.add_artist(Rectangle((x0 - 0.004, y_top - height), x1 - x0 + 0.008, height,
+                                     transform=fig.transFigure, facecolor="0.94", edgecolor="none",
+                                     zorder=-1))
+    return fig
+
+
+def text_pages(records: Sequence[TextPage], slug: str) -> list[Page]:
+    """Text page records (`TextPages.pages`) as report pages (never written as PNG)."""
+    return [Page(slug, p, draw_text_page, png=False) for p in records]
