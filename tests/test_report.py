@@ -359,3 +359,79 @@ def test_report_never_imports_the_runner():
             elif isinstance(node, ast.ImportFrom):
                 names = [("." * node.level) + (node.module or "")]
             assert not any("runner" in n for n in names), f.name
+
+
+# -- the page cache: a page is drawn again only when its record changed ---------------------------
+def _drawn_pages(monkeypatch) -> list:
+    """Record the slug of every page drawn from now on."""
+    from cmbench.report import layout
+
+    drawn = []
+    original = layout.Page.fig
+
+    def fig(page):
+        if page._fig is None:
+            drawn.append(page.slug)
+        return original.fget(page)
+
+    monkeypatch.setattr(layout.Page, "fig", property(fig))
+    return drawn
+
+
+def _texts_without_times(path) -> list:
+    return [re.sub(r"Report written \S+", "", t) for t in pdf_pages_text(path)]
+
+
+def test_page_cache_redraws_only_the_pages_whose_data_changed(tmp_path, monkeypatch):
+    ds = make_cube(adversaries=("min-rho", "random-rho"))
+    cache = tmp_path / "pages"
+    drawn = _drawn_pages(monkeypatch)
+    first = write_report([ds], tmp_path / "a.pdf", page_cache=cache)
+    slugs = list(drawn)
+    assert {"synthetic-min-rho-l2", "synthetic-random-rho-l2", "synthetic-runtime"} <= set(slugs)
+
+    drawn.clear()  # the same cube: every page but provenance (it says when) is reused
+    again = write_report([ds], tmp_path / "b.pdf", page_cache=cache)
+    assert set(drawn) == {"provenance"}
+    assert _texts_without_times(again) == _texts_without_times(first)
+
+    changed = ds.copy(deep=True)  # one method's l2 error under one adversary
+    sel = dict(adversary="random-rho", recoverer="none", estimator="mean")
+    changed["l2"].loc[sel] = changed["l2"].loc[sel] * 3
+    drawn.clear()
+    merged = write_report([changed], tmp_path / "c.pdf", page_cache=cache)
+    assert "synthetic-random-rho-l2" in drawn
+    assert not {"synthetic-min-rho-l2", "synthetic-min-rho-mahalanobis", "synthetic-random-rho-mahalanobis",
+                "synthetic-runtime", "synthetic-cd-mahalanobis"} & set(drawn)
+    fresh = write_report([changed], tmp_path / "fresh.pdf")  # no cache: every page drawn
+    assert _texts_without_times(merged) == _texts_without_times(fresh)
+    assert len(pdf_pages_text(merged)) == len(slugs)
+
+
+def test_page_cache_redraws_the_pages_of_a_damaged_document(tmp_path, monkeypatch):
+    ds = make_cube()
+    cache = tmp_path / "pages"
+    first = write_report([ds], tmp_path / "a.pdf", page_cache=cache)
+    docs = list(cache.glob("*.pdf"))
+    assert len(docs) == 1
+    blob = bytearray(docs[0].read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # a torn or edited document is never used
+    docs[0].write_bytes(bytes(blob))
+    drawn = _drawn_pages(monkeypatch)
+    again = write_report([ds], tmp_path / "b.pdf", page_cache=cache)
+    assert len(drawn) == len(pdf_pages_text(first))
+    assert _texts_without_times(again) == _texts_without_times(first)
+    assert docs[0] not in set(cache.glob("*.pdf"))  # no report uses it any more
+
+
+def test_page_records_have_a_digest_and_the_same_record_the_same_digest():
+    from cmbench.report import build_pages
+    from cmbench.report.load import load_cube as load
+    from cmbench.report.pagecache import record_digest
+
+    ds = make_cube(adversaries=("min-rho", "random-rho"))
+    a = build_pages([load(ds)], title="t")
+    b = build_pages([load(ds.copy(deep=True))], title="t")
+    da = [record_digest(p) for p in a if p.slug != "provenance"]
+    assert all(da) and da == [record_digest(p) for p in b if p.slug != "provenance"]
+    assert len(set(da)) == len(da)  # every page its own record

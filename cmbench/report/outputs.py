@@ -97,7 +97,7 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
         if not stamps.current(path, digest):
             from .pdf import write_report
 
-            write_report(cubes, path)
+            write_report(cubes, path, page_cache=cache / PAGES)
             stamps.record(path, digest)
         written.append(path)
     if html:

@@ -10,14 +10,18 @@ pages drawn again.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Optional, Sequence
 
 #: the names this cache gives its files; `clear` deletes nothing else
 NAME = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json)$")
 TEMP = re.compile(r"^\..+\.tmp$")
+INDEX = "index.json"
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -44,3 +48,126 @@ def clear(folder: Path) -> int:
             os.unlink(entry.path)
             removed += 1
     return removed
+
+
+# -- digests of page records ----------------------------------------------------------------
+def _feed(h, obj) -> None:
+    """Feed a canonical encoding of a record (dataclasses, containers, arrays, scalars) to ``h``."""
+    import dataclasses
+
+    import numpy as np
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        h.update(f"<{type(obj).__module__}.{type(obj).__qualname__}".encode())
+        for f in dataclasses.fields(obj):
+            h.update(f"\x1f{f.name}=".encode())
+            _feed(h, getattr(obj, f.name))
+        h.update(b">")
+    elif isinstance(obj, dict):
+        h.update(b"{")
+        for k, v in obj.items():  # in order: the order of a legend or of panels is drawn
+            _feed(h, k)
+            h.update(b":")
+            _feed(h, v)
+        h.update(b"}")
+    elif isinstance(obj, (list, tuple)):
+        h.update(b"[" if isinstance(obj, list) else b"(")
+        for v in obj:
+            _feed(h, v)
+            h.update(b",")
+        h.update(b"]")
+    elif isinstance(obj, np.ndarray):
+        a = np.ascontiguousarray(obj)
+        if a.dtype.kind in "OUS":
+            h.update(f"a{a.dtype.kind}{a.shape}".encode() + "\x1e".join(map(str, a.ravel())).encode())
+        else:
+            h.update(f"a{a.dtype.str}{a.shape}".encode() + a.tobytes())
+    elif isinstance(obj, (bool, int, float, str, type(None), np.generic)):
+        h.update(f"{type(obj).__name__}:{obj!r}".encode())
+    else:
+        raise TypeError(f"a page record holds a {type(obj).__name__}, which has no digest")
+
+
+def record_digest(page, salt: str = "") -> Optional[str]:
+    """The digest of a page's record and drawing function (None: the page has no record).
+
+    ``salt`` names what else the drawing depends on (the report code, rc settings).
+    """
+    if page.record is None:
+        return None
+    h = hashlib.sha256(salt.encode())
+    h.update(f"{page.draw.__module__}.{page.draw.__qualname__}\x1d".encode())
+    _feed(h, page.record)
+    return h.hexdigest()
+
+
+# -- the cache ---------------------------------------------------------------------------
+class PageCache:
+    """Drawn pages of one suite's reports, in the PDF documents they were drawn in.
+
+    ``index.json``: ``pages`` (record digest -> [document, page number]) and
+    ``reports`` (report name -> the record digests of its pages, in order).
+    Documents that no report's pages use any more, and damaged ones, are deleted
+    after each report.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        try:
+            doc = json.loads((self.folder / INDEX).read_text())
+            ok = isinstance(doc, dict) and isinstance(doc.get("pages"), dict) and isinstance(doc.get("reports"), dict)
+        except (OSError, ValueError):
+            ok = False
+        self.pages: dict = {d: loc for d, loc in doc["pages"].items()  # a malformed entry is dropped
+                            if isinstance(loc, list) and len(loc) == 2 and isinstance(loc[0], str)
+                            and isinstance(loc[1], int)} if ok else {}
+        self.reports: dict = {k: v for k, v in doc["reports"].items() if isinstance(v, list)} if ok else {}
+        self._docs: dict = {}  # document name -> bytes, or None when absent or damaged
+        self.damaged = 0
+
+    def document(self, name: str) -> Optional[bytes]:
+        """A stored document whose SHA-256 is its name; None when absent or damaged."""
+        if name not in self._docs:
+            blob = None
+            if re.fullmatch(r"[0-9a-f]{64}", str(name)):
+                try:
+                    blob = (self.folder / f"{name}.pdf").read_bytes()
+                except OSError:
+                    blob = None
+                if blob is not None and hashlib.sha256(blob).hexdigest() != name:
+                    self.damaged += 1
+                    blob = None
+            self._docs[name] = blob
+        return self._docs[name]
+
+    def find(self, digest: Optional[str]) -> Optional[tuple[str, int]]:
+        """Where the page drawn from ``digest`` is kept (document, page number), if it is intact."""
+        loc = self.pages.get(digest) if digest else None
+        if not (isinstance(loc, list) and len(loc) == 2 and isinstance(loc[1], int)):
+            return None
+        return (loc[0], loc[1]) if self.document(loc[0]) is not None else None
+
+    def add(self, blob: bytes, digests: Sequence[Optional[str]]) -> str:
+        """Keep a document whose pages were drawn from ``digests``; return its name."""
+        name = hashlib.sha256(blob).hexdigest()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.folder / f"{name}.pdf", blob)
+        self._docs[name] = blob
+        for i, d in enumerate(digests):
+            if d is not None:
+                self.pages[d] = [name, i]
+        return name
+
+    def save(self, report: str, digests: Sequence[Optional[str]]) -> None:
+        """Record the pages of ``report``; delete the documents no report uses."""
+        self.reports[report] = [d for d in digests if d]
+        used = {d for ds in self.reports.values() for d in ds}
+        self.pages = {d: loc for d, loc in self.pages.items()
+                      if d in used and not (loc[0] in self._docs and self._docs[loc[0]] is None)}
+        keep = {loc[0] for loc in self.pages.values()}
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.folder / INDEX, json.dumps({"pages": self.pages, "reports": self.reports},
+                                                     sort_keys=True).encode())
+        for entry in os.scandir(self.folder):
+            if entry.name.endswith(".pdf") and NAME.match(entry.name) and entry.name[:-4] not in keep:
+                os.unlink(entry.path)

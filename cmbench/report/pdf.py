@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import os
 import re
 import tempfile
@@ -15,8 +16,9 @@ from matplotlib.backends.backend_pdf import PdfPages
 from .. import __version__
 from ..errors import UserError
 from ..output import follow_umask, writable_folder
-from . import claims, figures, recovery, significance, stress, tables, theory_pages
-from .figures import Page
+from . import claims, figures, pagecache, recovery, significance, stress, tables, theory_pages
+from .pagecache import PageCache
+from .layout import Page, text_pages
 from .load import Cube, load_cube, load_cubes
 from .style import RC, MethodStyles
 
@@ -25,7 +27,8 @@ __all__ = ["write_report", "build_pages"]
 
 def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.PathLike, *,
                  baseline: str | os.PathLike | xr.Dataset | None = None,
-                 png_dir: str | os.PathLike | None = None, title: str | None = None) -> Path:
+                 png_dir: str | os.PathLike | None = None, title: str | None = None,
+                 page_cache: str | os.PathLike | None = None) -> Path:
     """Write a PDF report of results cubes.
 
     Parameters
@@ -38,6 +41,9 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     png_dir : also write each figure (error curves, runtime, baseline
         differences) as a PNG there, for READMEs and slides.
     title : first-page title; default "cmbench report: <suite>".
+    page_cache : a folder of drawn pages (`pagecache`): a page whose record
+        is found there is copied instead of drawn, and the pages drawn now are
+        kept there. Not used with ``png_dir`` (every figure is drawn then).
 
     Returns
     -------
@@ -67,7 +73,8 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     try:
         with matplotlib.rc_context(RC):
             pages = build_pages(loaded, title=title, baseline=base)
-            _save(pages, Path(tmp), png, title=title, cubes=loaded)
+            _save(pages, Path(tmp), png, title=title, cubes=loaded,
+                  page_cache=Path(page_cache) if page_cache is not None else None)
         follow_umask(tmp)
         os.replace(tmp, out)
     except BaseException:
@@ -103,32 +110,29 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
     if baseline is not None and not pairs:
         raise UserError(f"{baseline.source}: the baseline shares no method label and "
                         f"(data set, adversary, budget) with the cubes reported")
-    pages = [Page(f, "provenance", png=False)
-             for f in tables.provenance_pages(cubes, title, __version__, baseline)]
-    pages += [Page(f, "claims", png=False) for f in claims.claims_pages(cubes)]
-    pages += [Page(f, "suite-file", png=False) for f in tables.suite_text_pages(cubes)]
+    pages = text_pages(tables.provenance_pages(cubes, title, __version__, baseline), "provenance")
+    pages += text_pages(claims.claims_pages(cubes), "claims")
+    pages += text_pages(tables.suite_text_pages(cubes), "suite-file")
     for cube in cubes:
         pages += figures.error_pages(cube, styles)
-        pages += [Page(f, f"{cube.experiment}-ranking", png=False)
-                  for f in tables.ranking_pages(cube)]
+        pages += text_pages(tables.ranking_pages(cube), f"{cube.experiment}-ranking")
         pages += significance.cd_pages(cube)
         pages += stress.stress_pages(cube, styles)  # only cubes with adaptive adversaries
         pages += recovery.recovery_pages(cube)
         rt = figures.runtime_page(cube, styles)
         if rt is not None:
             pages.append(rt)
-        pages += [Page(f, f"{cube.experiment}-cells", png=False) for f in tables.cells_pages(cube)]
+        pages += text_pages(tables.cells_pages(cube), f"{cube.experiment}-cells")
         for c, b in pairs:
             if c is cube:
                 pages += figures.baseline_pages(c, b, styles)
-                pages += [Page(f, f"{c.experiment}-baseline", png=False)
-                          for f in tables.baseline_table_pages(c, b)]
+                pages += text_pages(tables.baseline_table_pages(c, b), f"{c.experiment}-baseline")
     pages += theory_pages.theory_pages(cubes)  # the paper's worked examples the suite names
     return pages
 
 
 def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str,
-          cubes: Sequence[Cube]) -> None:
+          cubes: Sequence[Cube], page_cache: Path | None = None) -> None:
     meta = {
         "Title": title,
         "Author": f"cmbench {__version__}",
@@ -138,6 +142,9 @@ def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str
         "Creator": "cmbench.report",
         "CreationDate": _dt.datetime.now(_dt.timezone.utc),
     }
+    if page_cache is not None and png is None:
+        _save_cached(pages, pdf_path, meta, PageCache(page_cache), name=pdf_path.name)
+        return
     used: set[str] = set()
     with PdfPages(pdf_path, metadata=meta) as pdf:
         for page in pages:
@@ -149,7 +156,50 @@ def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str
                     name, k = f"{stem}-{k}", k + 1
                 used.add(name)
                 page.fig.savefig(png / f"{name}.png", dpi=150)
-            page.fig.clear()  # free the artists now rather than at the end
+            page.release()
+
+
+def _save_cached(pages: Sequence[Page], pdf_path: Path, meta: dict, cache: PageCache, name: str) -> None:
+    """Write the PDF, drawing only the pages whose record digest the cache does not hold.
+
+    The pages drawn now go into one new document (fonts are subset once for all
+    of them), which the cache keeps; the report is then merged from it and the
+    documents that hold the other pages. A report whose pages are all new is
+    that document itself.
+    """
+    from .outputs import code_digest
+
+    salt = "\x1d".join([code_digest(), repr(sorted(RC.items())), matplotlib.__version__])
+    digests = [pagecache.record_digest(p, salt) for p in pages]
+    found = [cache.find(d) for d in digests]
+    todo = [i for i, loc in enumerate(found) if loc is None]
+    drawn = None
+    if todo:
+        buf = io.BytesIO()
+        with PdfPages(buf, metadata=meta) as pdf:
+            for i in todo:
+                pdf.savefig(pages[i].fig)
+                pages[i].release()
+        drawn = cache.add(buf.getvalue(), [digests[i] for i in todo])
+    if len(todo) == len(pages):
+        pdf_path.write_bytes(cache.document(drawn))
+    else:
+        import pypdf
+
+        where = dict(zip(todo, ((drawn, k) for k in range(len(todo)))))
+        readers: dict = {}
+        writer = pypdf.PdfWriter()
+        for i in range(len(pages)):
+            doc, k = found[i] if found[i] is not None else where[i]
+            if doc not in readers:
+                readers[doc] = pypdf.PdfReader(io.BytesIO(cache.document(doc)))
+            writer.add_page(readers[doc].pages[k])
+        created = meta["CreationDate"].strftime("D:%Y%m%d%H%M%SZ")
+        writer.add_metadata({f"/{k}": v for k, v in meta.items() if k != "CreationDate"}
+                            | {"/CreationDate": created, "/Producer": f"matplotlib pdf backend, pypdf {pypdf.__version__}"})
+        with open(pdf_path, "wb") as f:
+            writer.write(f)
+    cache.save(name, digests)
 
 
 def _slug(text: str) -> str:
