@@ -258,7 +258,9 @@ def environment() -> dict:
         libs = [f"{i.get('internal_api', '?')} {i.get('version') or '?'}"
                 + "".join(f", {k} {i[k]}" for k in ("architecture", "threading_layer") if i.get(k))
                 for i in threadpool_info() if i.get("user_api") == "blas"]
-        env["blas"] = "; ".join(libs) or "none found by threadpoolctl"
+        # sorted: threadpoolctl lists libraries in no fixed order, and the same cube must
+        # have the same content (an unchanged rerun rewrites nothing)
+        env["blas"] = "; ".join(sorted(libs)) or "none found by threadpoolctl"
     except Exception as exc:  # provenance must never fail a run
         env["blas"] = f"unknown ({type(exc).__name__})"
     env["cpu"] = f"{_cpu_model()}, {os.cpu_count()} logical cores"

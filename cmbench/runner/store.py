@@ -167,6 +167,7 @@ class Store:
         self._lock = None
         self._docs: dict = {}  # corruption key -> body, as read or last written
         self._sizes: Optional[dict] = None  # (kind, name) -> (bytes, last use)
+        self._total = 0  # bytes in _sizes
         self._used: set = set()  # files used by this run: evicted last
 
     # -------------------------------------------------------------- files
@@ -298,6 +299,7 @@ class Store:
     def _scan(self) -> dict:
         if self._sizes is None:
             self._sizes = {}
+            self._total = 0
             for kind in ("matrices", "units", "info"):
                 try:
                     entries = list(os.scandir(self.cache / kind))
@@ -310,16 +312,20 @@ class Store:
                         except OSError:
                             continue
                         self._sizes[(kind, e.name)] = (st.st_size, st.st_mtime)
+                        self._total += st.st_size
         return self._sizes
 
     def _account(self, kind: str, name: str, size: int) -> None:
         if self._sizes is not None:
+            old = self._sizes.get((kind, name))
+            self._total += size - (old[0] if old else 0)
             self._sizes[(kind, name)] = (size, time.time())
         self._used.add((kind, name))
 
     def _forget(self, kind: str, name: str) -> None:
         if self._sizes is not None:
-            self._sizes.pop((kind, name), None)
+            old = self._sizes.pop((kind, name), None)
+            self._total -= old[0] if old else 0
 
     def size(self) -> int:
         return sum(s for s, _ in self._scan().values())
@@ -331,16 +337,18 @@ class Store:
         recomputed when it is needed again.
         """
         sizes = self._scan()
-        total = sum(s for s, _ in sizes.values())
-        if total <= self.cap:
+        if self._total <= self.cap:  # kept up to date by every write: no sum over the files per unit
             return 0
+        total = self._total
         order = sorted(sizes, key=lambda f: (f[0] != "matrices", f in self._used, sizes[f][1]))
         removed = 0
         for kind, name in order:
             if total <= self.cap:
                 break
             (self.cache / kind / name).unlink(missing_ok=True)
-            total -= sizes.pop((kind, name))[0]
+            freed = sizes.pop((kind, name))[0]
+            total -= freed
+            self._total -= freed
             if kind == "units":
                 self._docs.pop(name[:-5], None)
             removed += 1
