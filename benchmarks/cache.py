@@ -15,12 +15,15 @@ in a subprocess (imports and the report included, as a user would see them):
 4. after editing the plugin's default parameter: target at most 15% of cold;
 5. cold with the original plugin in another folder (for the equality check of 3 only).
 
-It prints each time, the three ratios and PASS/FAIL; it always exits 0 (it is a report).
+It prints each time, the three ratios and PASS/FAIL, the load average, and the CPU
+seconds of each run with its workers (on a shared machine wall times follow the
+load); it always exits 0 (it is a report).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -53,14 +56,17 @@ def _env() -> dict:
     return env
 
 
-def timed(args: list, cwd: Path) -> float:
+def timed(args: list, cwd: Path) -> tuple[float, float]:
+    """Wall seconds of one CLI run, and CPU seconds of it and its worker processes."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "cmbench.cli", *args], cwd=cwd, env=_env(),
                           capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:  # the paper suite has no failed cell: anything else is a broken run
         sys.exit(f"cmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def same_cubes(a: Path, b: Path) -> str:
@@ -82,36 +88,42 @@ def main() -> None:
     parser.add_argument("--suite", default="paper")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    load_before = f"{os.getloadavg()[0]:.1f}"
     with tempfile.TemporaryDirectory(prefix="cmbench-cache-bench-") as tmp:
         tmp = Path(tmp)
         plugin = tmp / "winsorized.py"
         plugin.write_text(WINSORIZED)
         base = ["suite", args.suite, "--workers", str(args.workers)]
         out = ["--out", str(tmp / "out")]
-        cold = timed(base + out, tmp)
-        warm = timed(base + out, tmp)
-        plug = timed(base + out + ["--plugin", str(plugin)], tmp)
+        cold, cold_cpu = timed(base + out, tmp)
+        warm, warm_cpu = timed(base + out, tmp)
+        plug, plug_cpu = timed(base + out + ["--plugin", str(plugin)], tmp)
         name = next(p.name for p in (tmp / "out").iterdir() if p.is_dir())
         kept = tmp / "with-plugin"
         shutil.copytree(tmp / "out" / name, kept, ignore=shutil.ignore_patterns(".*"))
         plugin.write_text(WINSORIZED.replace("0.05", "0.1"))
-        edited = timed(base + out + ["--plugin", str(plugin)], tmp)
+        edited, edited_cpu = timed(base + out + ["--plugin", str(plugin)], tmp)
         (tmp / "ref").mkdir()
         original = tmp / "ref" / "winsorized.py"
         original.write_text(WINSORIZED)
-        cold_plug = timed(base + ["--out", str(tmp / "ref"), "--plugin", str(original)], tmp)
+        cold_plug, cold_plug_cpu = timed(base + ["--out", str(tmp / "ref"), "--plugin", str(original)], tmp)
         diff = same_cubes(kept, tmp / "ref" / name)
 
     def row(label, t, ratio, ok, note=""):
         print(f"{label:<34} {'PASS' if ok else 'FAIL'}   {t:6.2f} s  {100 * ratio:5.1f}% of cold{note}")
 
-    print(f"cmbench {' '.join(base)} ({os.cpu_count()} cores)")
+    print(f"cmbench {' '.join(base)} ({os.cpu_count()} cores; load average {load_before} before, "
+          f"{os.getloadavg()[0]:.1f} after)")
     print(f"{'cold':<34}        {cold:6.2f} s")
     row("warm, unchanged", warm, warm / cold, warm <= max(2.0, 0.10 * cold), "  (target <= 2 s or 10%)")
     row("warm, --plugin winsorized.py", plug, plug / cold, plug <= 0.15 * cold and not diff,
         "  (target <= 15%; cube " + ("equals a cold run with the plugin)" if not diff else f"DIFFERS: {diff})"))
     row("warm, plugin's default edited", edited, edited / cold, edited <= 0.15 * cold, "  (target <= 15%)")
     print(f"{'cold with the plugin (reference)':<34}        {cold_plug:6.2f} s")
+    # on a shared machine wall times follow the load; CPU seconds (the run and its workers) do not
+    print("CPU seconds: " + ", ".join(f"{label} {c:.1f} ({100 * c / cold_cpu:.1f}%)"
+                                      for label, c in (("cold", cold_cpu), ("unchanged", warm_cpu),
+                                                       ("plugin", plug_cpu), ("edited", edited_cpu))))
 
 
 if __name__ == "__main__":
