@@ -1,4 +1,5 @@
 """The interactive HTML report, opened in a real headless Chromium (Debian's `chromium`)."""
+import json
 import re
 import shutil
 import subprocess
@@ -86,3 +87,26 @@ def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_run, tmp_p
             browser.close()
     assert not page_errors, page_errors
     assert all(u.startswith(("file:", "data:", "blob:", "about:")) for u in requests), requests
+
+
+@pytest.mark.parametrize("rows, cols, titles", [(1, 1, 1), (1, 3, 3), (2, 3, 5), (2, 2, 4)])
+def test_plain_json_figures_match_plotlys_subplots(rows, cols, titles):
+    """The report writes figures as plain JSON: the same grid, axes and traces as plotly's objects."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from cmbench.report.html import _Plot
+
+    names = [f"panel {i}" for i in range(titles)]
+    ref = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.06)
+    ours = _Plot.grid(rows, cols, names, horizontal_spacing=0.06)
+    for i in range(titles):
+        ref.add_trace(go.Scatter(x=[0, 1], y=[i, i], name=f"t{i}"), row=i // cols + 1, col=i % cols + 1)
+        ref.update_yaxes(range=[0, i + 1], row=i // cols + 1, col=i % cols + 1)
+        ours.add(i + 1, type="scatter", x=[0, 1], y=[i, i], name=f"t{i}")
+        ours.axis("y", i + 1)["range"] = [0, i + 1]
+    want = ref.to_plotly_json()
+    want["layout"].pop("template")
+    assert [{k: list(v) if isinstance(v, tuple) else v for k, v in t.items()} for t in want["data"]] == \
+        [dict(t, type="scatter") for t in ours.data]
+    assert json.loads(json.dumps(want["layout"])) == json.loads(json.dumps(ours.layout))

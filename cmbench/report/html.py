@@ -7,11 +7,14 @@ double-click to show it alone), the recovery thresholds, the ranking with its
 significance tests and critical-difference diagram, the recovery quality per
 recoverer, the runtime per method, and the cells that did not run. plotly's library is inlined once in the page's head
 and the diagram is inline SVG: nothing is loaded from the network, so the file
-can be mailed, archived or opened on an offline machine.
+can be mailed, archived or opened on an offline machine. Figures are written
+as plotly's JSON directly (`_Plot`), without plotly's Python figure objects.
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
+import functools
 import html
 import io
 import json
@@ -204,24 +207,18 @@ def _experiment(cube: Cube, styles: MethodStyles) -> str:
             if fig is None:
                 continue
             parts.append(f"<h3>{_e(METRIC_TEXT.get(metric, metric))}, adversary {_e(adversary)}</h3>")
-            parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
-                                     div_id=f"{s}-{_slug(adversary)}-{_slug(metric)}",
-                                     config={"displaylogo": False, "responsive": True}))
+            parts.append(fig.to_html(f"{s}-{_slug(adversary)}-{_slug(metric)}"))
     parts.append(_ranking(cube))
     parts.append(_recovery(cube))
     rt = _runtime(cube, styles)
     if rt is not None:
         parts.append(f"<h3>{_e(cube.experiment)}: runtime per method</h3>")
-        parts.append(rt.to_html(full_html=False, include_plotlyjs=False, div_id=f"{s}-runtime",
-                                config={"displaylogo": False, "responsive": True}))
+        parts.append(rt.to_html(f"{s}-runtime"))
     parts.append(_cells(cube))
     return "\n".join(parts)
 
 
 def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     summ = summarize(cube.ok_values(metric).sel(adversary=adversary))
     datasets = [d for d in cube.datasets if np.isfinite(summ.mean.sel(dataset=d).values).any()]
     if not datasets:
@@ -229,14 +226,14 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
     ncols = min(len(datasets), 3)
     nrows = -(-len(datasets) // ncols)
     titles = [_plain_title(cube.dataset_title(d)) for d in datasets]
-    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=titles, horizontal_spacing=0.06,
-                        vertical_spacing=0.12 if nrows > 1 else 0.1)
+    fig = _Plot.grid(nrows, ncols, titles, horizontal_spacing=0.06,
+                     vertical_spacing=0.12 if nrows > 1 else 0.1)
     x = cube.budgets
     order = np.argsort(x)
     xs = x[order]
     shown: set[str] = set()
     for i, d in enumerate(datasets):
-        row, col = i // ncols + 1, i % ncols + 1
+        k = i + 1  # the subplot, row by row
         for m in cube.methods:
             centre = summ.mean.sel({"dataset": d, "method": m}).values[order]
             half = summ.half.sel({"dataset": d, "method": m}).values[order]
@@ -247,12 +244,12 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
             band = np.isfinite(centre) & np.isfinite(half)
             if band.any():
                 upper, lower = np.where(band, centre + half, np.nan), np.where(band, centre - half, np.nan)
-                fig.add_trace(go.Scatter(
-                    x=np.concatenate([xs, xs[::-1]]), y=np.concatenate([upper, lower[::-1]]),
-                    mode="lines", fill="toself", fillcolor=_rgba(st.color, 0.16), line={"width": 0},
-                    hoverinfo="skip", legendgroup=m, showlegend=False, name=m,
-                    meta={"role": "band", "method": m}), row=row, col=col)
-            fig.add_trace(go.Scatter(
+                fig.add(k, type="scatter",
+                        x=np.concatenate([xs, xs[::-1]]), y=np.concatenate([upper, lower[::-1]]),
+                        mode="lines", fill="toself", fillcolor=_rgba(st.color, 0.16), line={"width": 0},
+                        hoverinfo="skip", legendgroup=m, showlegend=False, name=m,
+                        meta={"role": "band", "method": m})
+            fig.add(k, type="scatter",
                 x=xs, y=centre, mode="lines+markers", name=m, legendgroup=m,
                 showlegend=m not in shown,
                 line={"color": st.color, "dash": DASHES.get(st.linestyle, "solid"), "width": 2},
@@ -262,7 +259,7 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
                 hovertemplate=(f"<b>{_e(m)}</b><br>{_e(d)}<br>budget %{{x:.4g}}<br>"
                                f"{_e(METRIC_TEXT.get(metric, metric))} %{{y:.4g}}"
                                " ± %{customdata[0]:.3g}<br>instances ok: %{customdata[1]}"
-                               "<extra></extra>")), row=row, col=col)
+                               "<extra></extra>"))
             shown.add(m)
         # y range from the curves, not the bands: a band over two instances can be
         # huge and would flatten every curve (zoom out to see it whole)
@@ -270,25 +267,24 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
         top = float(np.nanmax(centres)) if np.isfinite(centres).any() else 1.0
         low = min(0.0, float(np.nanmin(centres)))
         top = top * 1.15 if top > 0 else 1.0
-        fig.update_yaxes(range=[low, top], row=row, col=col)
+        fig.axis("y", k)["range"] = [low, top]
         # thresholds as lines with their label on hover (text on the plot would overlap)
         for j, (label, value) in enumerate(thresholds_for(cube, d, adversary)):
             text = _plain_title(label)
-            fig.add_trace(go.Scatter(
+            fig.add(k, type="scatter",
                 x=[value, value], y=[low, top], mode="lines", name="recovery thresholds",
                 legendgroup="recovery thresholds", showlegend="recovery thresholds" not in shown,
                 line={"color": "#555", "width": 1, "dash": THRESHOLD_DASHES[j % len(THRESHOLD_DASHES)]},
                 meta={"role": "threshold"},
-                hovertemplate=f"{text} = {value:.4g}<extra></extra>"), row=row, col=col)
+                hovertemplate=f"{text} = {value:.4g}<extra></extra>")
             shown.add("recovery thresholds")
     axis = cube.budget_axis(adversary)
-    for i in range(len(datasets)):
-        fig.update_xaxes(title_text=_plain_title(axis), row=i // ncols + 1, col=i % ncols + 1)
-        fig.update_yaxes(title_text=METRIC_TEXT.get(metric, metric),
-                         row=i // ncols + 1, col=i % ncols + 1)
+    for k in range(1, len(datasets) + 1):
+        fig.axis("x", k)["title"] = {"text": _plain_title(axis)}
+        fig.axis("y", k)["title"] = {"text": METRIC_TEXT.get(metric, metric)}
     height = 380 * nrows + 150
     plot_h = height - 150 - 50
-    fig.update_layout(height=height, template="plotly_white", hovermode="closest",
+    fig.layout.update(height=height, hovermode="closest",
                       # above the two-line panel titles
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 55 / plot_h,
                               "xanchor": "left", "x": 0, "groupclick": "togglegroup"},
@@ -298,9 +294,6 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
 
 def _recovery(cube: Cube) -> str:
     """Recovery quality per recoverer: RMSE of the recovered entries and fraction recovered."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
     from .recovery import QUANTITIES, tolerance_text
 
     if "recovery_rmse" not in cube.ds.data_vars:
@@ -326,7 +319,7 @@ def _recovery(cube: Cube) -> str:
                 continue
             ncols = min(len(datasets), 3)
             nrows = -(-len(datasets) // ncols)
-            fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[_e(d) for d in datasets])
+            fig = _Plot.grid(nrows, ncols, [_e(d) for d in datasets])
             shown: set[str] = set()
             for i, d in enumerate(datasets):
                 for r in recs:
@@ -334,38 +327,34 @@ def _recovery(cube: Cube) -> str:
                     if not np.isfinite(y).any():
                         continue
                     st = styles[r]
-                    fig.add_trace(go.Scatter(
+                    fig.add(i + 1, type="scatter",
                         x=x[order], y=y, mode="lines+markers", name=r, legendgroup=r,
                         showlegend=r not in shown, line={"color": st.color},
                         marker={"symbol": SYMBOLS.get(st.marker, "circle")},
                         hovertemplate=f"<b>{_e(r)}</b> on {_e(d)}<br>budget %{{x:.4g}}<br>"
-                                      f"{_e(ylabel)} %{{y:.4g}}<extra></extra>"),
-                        row=i // ncols + 1, col=i % ncols + 1)
+                                      f"{_e(ylabel)} %{{y:.4g}}<extra></extra>")
                     shown.add(r)
-            fig.update_xaxes(title_text=_plain_title(cube.budget_axis(adversary)))
-            fig.update_yaxes(title_text=ylabel, rangemode="tozero")
-            fig.update_layout(height=330 * nrows + 90, template="plotly_white",
-                              margin={"t": 70, "l": 60, "r": 20, "b": 50})
+            for k in range(1, nrows * ncols + 1):
+                fig.axis("x", k)["title"] = {"text": _plain_title(cube.budget_axis(adversary))}
+                fig.axis("y", k).update(title={"text": ylabel}, rangemode="tozero")
+            fig.layout.update(height=330 * nrows + 90, margin={"t": 70, "l": 60, "r": 20, "b": 50})
             parts.append(f"<h3>{_e(what)}, adversary {_e(adversary)}</h3>")
-            parts.append(fig.to_html(full_html=False, include_plotlyjs=False,
-                                     div_id=f"{s}-{_slug(adversary)}-{var}",
-                                     config={"displaylogo": False, "responsive": True}))
+            parts.append(fig.to_html(f"{s}-{_slug(adversary)}-{var}"))
     return "\n".join(parts)
 
 
 def _runtime(cube: Cube, styles: MethodStyles):
-    import plotly.graph_objects as go
-
     secs = cube.by_method("seconds").where(cube.status() == "ok")
     means = {m: float(secs.sel({"method": m}).mean(skipna=True)) for m in cube.methods}
     means = {m: v for m, v in means.items() if np.isfinite(v)}
     if not means:
         return None
-    fig = go.Figure(go.Bar(x=list(means), y=list(means.values()),
-                           marker_color=[styles[m].color for m in means],
-                           hovertemplate="%{x}: %{y:.3g} s per cell<extra></extra>"))
-    fig.update_layout(height=360, template="plotly_white", yaxis_title="seconds per cell (mean)",
-                      yaxis_type="log", margin={"t": 30, "l": 60, "r": 20, "b": 100})
+    fig = _Plot({})
+    fig.data.append({"type": "bar", "x": list(means), "y": list(means.values()),
+                     "marker": {"color": [styles[m].color for m in means]},
+                     "hovertemplate": "%{x}: %{y:.3g} s per cell<extra></extra>"})
+    fig.layout.update(height=360, yaxis={"title": {"text": "seconds per cell (mean)"}, "type": "log"},
+                      margin={"t": 30, "l": 60, "r": 20, "b": 100})
     return fig
 
 
@@ -432,6 +421,65 @@ def _cells(cube: Cube) -> str:
               r.cells, tables.brief_error(r.error) or "(no message)"] for r in df.itertuples()],
             num=(7,)))
     return "\n".join(parts)
+
+
+# -- plotly figures as plain JSON ------------------------------------------------------------
+class _Plot:
+    """A plotly figure as plain dicts (``data``: traces, ``layout``), written with plotly.js.
+
+    plotly's Python figure objects validate every property on every assignment,
+    which took most of the HTML report's time; the page needs only the JSON.
+    Grids take their layout (axis domains, panel titles) from plotly's own
+    `make_subplots`, once per shape.
+    """
+
+    CONFIG = {"displaylogo": False, "responsive": True}
+
+    def __init__(self, layout: dict) -> None:
+        self.data: list[dict] = []
+        self.layout = layout
+
+    @classmethod
+    def grid(cls, rows: int, cols: int, titles: Sequence[str], horizontal_spacing=None,
+             vertical_spacing=None) -> "_Plot":
+        layout = copy.deepcopy(_grid_layout(rows, cols, len(titles), horizontal_spacing, vertical_spacing))
+        for note, title in zip(layout.get("annotations", []), titles):
+            note["text"] = title
+        return cls(layout)
+
+    def add(self, k: int, **trace) -> None:
+        """Add a trace to subplot ``k`` (1-based, row by row)."""
+        suffix = "" if k == 1 else str(k)
+        self.data.append(dict(trace, xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
+
+    def axis(self, letter: str, k: int) -> dict:
+        """Subplot ``k``'s x or y axis settings (made when absent)."""
+        return self.layout.setdefault(f"{letter}axis{'' if k == 1 else k}", {})
+
+    def to_html(self, div_id: str) -> str:
+        import plotly.io as pio
+
+        layout = dict(self.layout, template=_template())
+        return pio.to_html({"data": self.data, "layout": layout}, validate=False, full_html=False,
+                           include_plotlyjs=False, div_id=div_id, config=self.CONFIG)
+
+
+@functools.lru_cache(maxsize=None)
+def _grid_layout(rows: int, cols: int, titles: int, horizontal_spacing, vertical_spacing) -> dict:
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"title {i}" for i in range(titles)],
+                        horizontal_spacing=horizontal_spacing, vertical_spacing=vertical_spacing)
+    layout = fig.layout.to_plotly_json()
+    layout.pop("template", None)
+    return layout
+
+
+@functools.lru_cache(maxsize=None)
+def _template() -> dict:
+    import plotly.io as pio
+
+    return pio.templates["plotly_white"].to_plotly_json()
 
 
 # -- helpers ------------------------------------------------------------------------------
