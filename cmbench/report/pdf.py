@@ -181,7 +181,7 @@ def _save_cached(pages: Sequence[Page], pdf_path: Path, meta: dict, cache: PageC
                 pdf.savefig(pages[i].fig)
                 pages[i].release()
         drawn = cache.add(buf.getvalue(), [digests[i] for i in todo])
-    if len(todo) == len(pages):
+    if drawn is not None and len(todo) == len(pages):  # every page new: the drawn document is the report
         pdf_path.write_bytes(cache.document(drawn))
     else:
         import pypdf
