@@ -340,3 +340,18 @@ def test_the_runner_draws_no_report_and_never_imports_the_report_package(env):
     assert not (env / "out" / "c.pdf").exists()
     with pytest.raises(TypeError, match="draws no report"):
         run_suite(write_suite(env), out=env / "out", report=True)
+
+
+def test_cache_clear_deletes_the_drawn_pages_and_report_stamps_only(env):
+    import cmbench
+
+    out = env / "out"
+    cmbench.run_suite(write_suite(env), out=out)
+    pages = out / "c" / ".cache" / "pages"
+    drawn = sorted(p.name for p in pages.iterdir())
+    assert "index.json" in drawn and "reports.json" in drawn and any(n.endswith(".pdf") for n in drawn)
+    (pages / "mine.pdf").write_text("not cmbench's")
+    result = CliRunner().invoke(main, ["cache", "clear", "c", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in pages.iterdir()) == ["mine.pdf"]
+    assert (out / "c.pdf").is_file() and (out / "c.html").is_file()  # reports stay
