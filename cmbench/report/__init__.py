@@ -22,11 +22,15 @@
 `write_suite_reports` (module `outputs`) draws both after a suite run, only
 when their cubes changed, reusing each PDF page whose data did not change.
 
-Modules: `load` (reading and checking cubes), `pages` (each page's data as a
-record, apart from drawing it), `layout` (page sizes, margins, grids, text
-flow), `figures` (curves, runtime), `tables` (provenance, ranking, cells,
-baseline), `stress` (adaptive adversaries), `pagecache` (drawn pages kept by
-the digest of their record), `style` (colour and marker per method, rc settings).
+Each page is a `layout.Page`: its data as a small record (a dataclass: the
+reduced numbers, labels and colours), built apart from the function that draws
+it. Modules: `load` (reading and checking cubes), `layout` (the page type,
+page sizes, margins, grids, legends, notes, text flow), `figures` (curves,
+runtime), `tables` (provenance, ranking, cells, baseline), `significance`,
+`recovery`, `claims`, `stress` (adaptive adversaries), `theory_pages`, each with
+its records and drawing functions; `pdf` and `html` (the two reports),
+`pagecache` (drawn pages kept by the digest of their record), `outputs` (the
+reports of a suite run), `style` (colour and marker per method, rc settings).
 
 This package imports its plotting libraries only where a page is drawn, so
 that a run whose reports are current loads none of them.

@@ -1,7 +1,7 @@
 """Page layout shared by every page of the PDF report: sizes, margins, grids, legends, notes, text flow.
 
-A page is a `Page`: its data as a record (a dataclass built from the cubes,
-see `pages`) and the function that draws that record into a figure. The
+A page is a `Page`: its data as a record (a dataclass built from the cubes by
+the module of that page) and the function that draws that record into a figure. The
 helpers here hold the layout rules (page size, margins in inches, how many
 panels per row, how many legend columns fit, where notes go) so that each
 drawing function only places its own content.

@@ -1,6 +1,6 @@
 """Drawn report pages, kept by the digest of their data record (``<suite>/.cache/pages``).
 
-A page's record (module `pages`) holds everything its drawing depends on; a
+A page's record (`layout.Page`) holds everything its drawing depends on; a
 page whose record digest is found here is copied from the PDF document it was
 drawn into, and only the other pages are drawn. Files: ``<sha256>.pdf``
 (documents of drawn pages), ``index.json`` (record digest -> document and page),
