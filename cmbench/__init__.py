@@ -1,8 +1,7 @@
 """cmbench: benchmark robust mean estimation under coordinate-level corruption."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from .version import __version__
 from .components import (  # noqa: E402
     Adversary,
     Component,

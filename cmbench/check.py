@@ -24,10 +24,11 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .components import Adversary, Component, Data, Dataset, Estimator, Metric, NotApplicable, Recoverer, Undefined
-from .errors import UserError
-from .plugins import KINDS, SINGULAR, Registry, choices_hint, load_plugins, resolve_plugin
+from .errors import UserError, describe_error
+from .plugins import KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins, resolve_plugin
 from .runner.units import check_corruption, check_data, check_estimate, check_recovery
 from .suite import Entry
+from .theory import changed_entries
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -103,14 +104,6 @@ class _Call:
 
 # ------------------------------------------------------------------ calling a component
 
-def _where(exc: BaseException) -> str:
-    import traceback
-
-    frames = traceback.extract_tb(exc.__traceback__)
-    loc = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"raised {type(exc).__name__}: {exc}{loc}"
-
-
 def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     """Call ``fn`` on private copies of its array arguments; report what it did to them.
 
@@ -129,10 +122,10 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     except (Undefined, NotApplicable) as exc:
         out.undefined = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # the component's bug, reported as its check's failure
-        out.error = _where(exc)
+        out.error = f"raised {describe_error(exc, fn)}"
     for i, (a, c) in enumerate(zip(args, copies)):
         if isinstance(a, np.ndarray) and not np.array_equal(a, c, equal_nan=True):
-            where = np.argwhere(~((a == c) | (np.isnan(a) & np.isnan(c))))
+            where = np.argwhere(changed_entries(a, c))
             out.modified = (f"wrote into its input array (argument {i + 1}) at {len(where)} "
                             f"entr{'y' if len(where) == 1 else 'ies'}, first {tuple(int(j) for j in where[0])}")
     return out
@@ -228,7 +221,7 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
         check_corruption(Y, X, _entry("adversaries", decl, params), budget)
     except ValueError as exc:
         probe.fail(budget_check, f"at budget {budget:g}: {exc}")
-    changed = ~((X == Y) | (np.isnan(X) & np.isnan(Y)))
+    changed = changed_entries(X, Y)
     if decl.mode == "missing" and not np.isnan(Y[np.isnan(X)]).all():
         probe.fail(budget_check, "a missing-mode adversary filled in an entry that was missing")
     if decl.mode == "replace" and (np.isnan(Y) & ~np.isnan(X)).any():
@@ -312,7 +305,7 @@ def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[
         probe.undefined = f"{type(exc).__name__}: {exc}"
         return probe
     except Exception as exc:
-        probe.fail(valid_check, _where(exc))
+        probe.fail(valid_check, f"raised {describe_error(exc, decl.fn)}")
         return probe
     try:
         data = check_data(loaded, entry)
@@ -322,7 +315,7 @@ def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[
     try:
         again = check_data(load(2), entry)
     except Exception as exc:
-        probe.fail(same_check, f"the second load {_where(exc)}")
+        probe.fail(same_check, f"the second load raised {describe_error(exc, decl.fn)}")
     else:
         for name in ("X", "mean", "cov", "structure"):
             a, b = getattr(data, name), getattr(again, name)
@@ -537,7 +530,7 @@ def _plugin_label(registry: Registry, spec: str) -> str:
         return spec
     if spec.startswith("cmbench.builtins."):
         return "cmbench." + spec[len("cmbench.builtins."):]
-    if spec.endswith(".py") or "/" in spec:
+    if is_file_spec(spec):
         from pathlib import Path
 
         return str(Path(spec).resolve())

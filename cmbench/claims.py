@@ -58,7 +58,6 @@ both call `evaluate` on a cube.
 """
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -67,6 +66,7 @@ import numpy as np
 import xarray as xr
 
 from .cube import OK, attr_json
+from .plugins import choices_hint
 
 CLAIM_KEYS = {
     "id": str, "paper": str, "text": str, "better": list, "worse": list, "same": list,
@@ -124,17 +124,10 @@ def parse_claims(tables: Any, *, error: Callable[[str, str], Exception], methods
     return tuple(out)
 
 
-def _hint(name: str, valid: Sequence[str]) -> str:
-    valid = list(valid)
-    close = difflib.get_close_matches(str(name), valid, n=1, cutoff=0.5)
-    text = f"valid: {', '.join(valid)}" if valid else "none declared"
-    return (f"did you mean {close[0]!r}? " if close else "") + text
-
-
 def _parse_one(table, where, error, methods, datasets, metrics, adversaries, threshold_keys):
     for key, value in table.items():
         if key not in CLAIM_KEYS:
-            raise error(f"{where}.{key}", f"unknown key in a claim; {_hint(key, CLAIM_KEYS)}")
+            raise error(f"{where}.{key}", f"unknown key in a claim; {choices_hint(key, CLAIM_KEYS)}")
         expected = CLAIM_KEYS[key]
         if isinstance(value, bool) or not isinstance(value, expected):
             kind = {str: "a string", list: "an array", dict: "a table"}.get(expected, "a number")
@@ -156,7 +149,7 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
             if not isinstance(item, str) or item not in valid:
                 raise error(f"{where}.{key}[{j}]",
                             f"{what[:-1] if what.endswith('s') else what} {item!r} is not in this "
-                            f"experiment; {_hint(str(item), valid)}")
+                            f"experiment; {choices_hint(str(item), valid)}")
         if len(set(items)) != len(items):
             raise error(f"{where}.{key}", "a label appears twice")
         return list(items)
@@ -181,7 +174,7 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
     metric = table.get("metric", metrics[0] if metrics else "l2")
     if metric not in metrics:
         raise error(f"{where}.metric", f"metric {metric!r} is not among this experiment's metrics; "
-                                       f"{_hint(metric, metrics)}")
+                                       f"{choices_hint(metric, metrics)}")
     claim["metric"] = metric
     factor = float(table.get("factor", 1.0))
     if not (math.isfinite(factor) and factor >= 1.0):
@@ -204,7 +197,7 @@ def _parse_budgets(value: dict, where, error, datasets, threshold_keys) -> dict:
         for d, rng in value.items():
             if d not in datasets:
                 raise error(f"{where}.{d}", f"neither a range key ({', '.join(RANGE_KEYS)}) nor a data "
-                                            f"set of this claim; {_hint(d, list(datasets))}")
+                                            f"set of this claim; {choices_hint(d, list(datasets))}")
             if not isinstance(rng, dict):
                 raise error(f"{where}.{d}", f"expected a range table, e.g. {{above = 0, below = 0.35}}, "
                                             f"got {rng!r}")
@@ -219,11 +212,11 @@ def _parse_budgets(value: dict, where, error, datasets, threshold_keys) -> dict:
 def _parse_range(value: dict, where, error, threshold_keys) -> dict:
     for key, end in value.items():
         if key not in RANGE_KEYS:
-            raise error(f"{where}.{key}", f"unknown key in a budget range; {_hint(key, RANGE_KEYS)}")
+            raise error(f"{where}.{key}", f"unknown key in a budget range; {choices_hint(key, RANGE_KEYS)}")
         if isinstance(end, str):
             if end not in threshold_keys:
                 raise error(f"{where}.{key}", f"unknown recovery threshold {end!r}; "
-                                              f"{_hint(end, list(threshold_keys))}")
+                                              f"{choices_hint(end, list(threshold_keys))}")
         elif isinstance(end, bool) or not isinstance(end, (int, float)) or not 0.0 <= end <= 1.0:
             raise error(f"{where}.{key}", f"a budget in [0, 1] or a threshold name, got {end!r}")
     for a, b in (("above", "from"), ("below", "to")):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from .version import __version__
 from .errors import UserError
 
 
@@ -326,12 +326,13 @@ def cache() -> None:
 
 def _caches(out: str, suite_name):
     """The stage caches under ``out``: one suite's (by name or suite file) or every one found."""
+    from .plugins import is_file_spec
     from .runner.store import MARKER, Store
 
     root = Path(out)
     if suite_name:
         name = suite_name
-        if name.endswith(".toml") or "/" in name or "\\" in name:
+        if is_file_spec(name, ".toml"):
             from .suite import load_suite
 
             name = load_suite(name).name

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, TypedDict
 
 import numpy as np
 
-from . import __version__
+from .version import __version__
 from .errors import UserError
 from .output import follow_umask
 

@@ -23,7 +23,6 @@ import math
 import os
 import re
 import sys
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -32,9 +31,10 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pluggy
 
-from . import __version__, hookspecs
+from . import hookspecs
 from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Metric, Recoverer
-from .errors import PluginError
+from .errors import PluginError, describe_error
+from .version import __version__
 
 BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
                    "metrics")
@@ -107,10 +107,58 @@ class Registry:
         return self.sources[(kind, name)]
 
 
+def close_matches(name: str, valid: Iterable[str], n: int = 3) -> list[str]:
+    """The names of ``valid`` that ``name`` is likely a misspelling of, closest first.
+
+    The one similarity rule of every "did you mean" in cmbench's messages
+    (`difflib` ratio of at least 0.5).
+
+    Parameters
+    ----------
+    name : str
+        What the user wrote.
+    valid : iterable of str
+        The names that would have been accepted.
+    n : int, default 3
+        At most this many matches.
+
+    Returns
+    -------
+    list of str
+        Up to ``n`` names of ``valid``, most similar first; empty when none is close.
+    """
+    return difflib.get_close_matches(str(name), [str(v) for v in valid], n=n, cutoff=0.5)
+
+
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """``"did you mean 'x'?"`` for the closest name of ``valid``, or ``""`` when none is close.
+
+    For messages that list the valid choices themselves; `choices_hint` adds the list.
+    """
+    close = close_matches(name, valid, n=1)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
 def choices_hint(name: str, valid: Iterable[str]) -> str:
-    """'did you mean X? valid: ...' with the close matches first."""
-    valid = sorted(valid)
-    close = difflib.get_close_matches(name, valid, n=3, cutoff=0.5)
+    """``"did you mean 'x'? valid: a, b, ..."``: the close matches first, then the rest sorted.
+
+    Parameters
+    ----------
+    name : str
+        The unknown name the user wrote.
+    valid : iterable of str
+        The names that would have been accepted.
+
+    Returns
+    -------
+    str
+        The hint, to follow ``"unknown <kind> 'name'; "`` in an error message;
+        ``"none declared"`` when ``valid`` is empty.
+    """
+    valid = sorted(str(v) for v in valid)
+    if not valid:
+        return "none declared"
+    close = close_matches(name, valid)
     rest = [v for v in valid if v not in close]
     text = f"valid: {', '.join(close + rest)}"
     return f"did you mean {close[0]!r}? {text}" if close else text
@@ -140,7 +188,7 @@ class _Loader:
         try:
             items = hook_fn()
         except Exception as exc:  # a plugin's own bug, reported as its own
-            raise PluginError(f"plugin {source.plugin}: {hook_fn.__name__}() raised {_where(exc)}") from None
+            raise PluginError(f"plugin {source.plugin}: {hook_fn.__name__}() raised {describe_error(exc)}") from None
         if items is None:
             return
         try:
@@ -257,13 +305,6 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
                           f"({expected}, **params): {exc}") from None
 
 
-def _where(exc: BaseException) -> str:
-    """'ValueError: msg (file.py:12)' naming the innermost frame of the plugin's code."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    loc = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{loc}"
-
-
 class _ShippedSource(importlib.abc.Loader):
     """Imports a plugin file's source from memory, under the client's path.
 
@@ -308,20 +349,32 @@ def _import_file(path: Path, source: bytes | None = None) -> ModuleType:
         raise PluginError(f"plugin file {exc.filename}:{exc.lineno}: syntax error: {exc.msg}") from None
     except Exception as exc:
         del sys.modules[modname]
-        raise PluginError(f"plugin file {path} failed to import: {_where_in(exc, path)}") from None
+        raise PluginError(f"plugin file {path} failed to import: {describe_error(exc, path)}") from None
     return module
 
 
-def _where_in(exc: BaseException, path: Path) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-    loc = f" at line {frames[-1].lineno}" if frames else ""
-    return f"{type(exc).__name__}: {exc}{loc}"
+def is_file_spec(spec: str | os.PathLike, suffix: str = ".py") -> bool:
+    """Whether ``spec`` names a file (else a name: a dotted module, a shipped suite).
 
+    The one rule for every place that accepts either: a path ends with
+    ``suffix`` or holds a path separator. Both ``/`` and ``\\`` count, on
+    every system: neither can appear in a module or suite name, so a spec
+    holding one is only ever meant as a path.
 
-def is_file_spec(spec: str) -> bool:
-    """A plugin spec naming a ``.py`` file (else a dotted module)."""
+    Parameters
+    ----------
+    spec : str or path-like
+        What the user gave (``--plugin``, ``plugins = [...]``, a suite argument).
+    suffix : str, default ".py"
+        The file type that names a file even without a separator (``".toml"``
+        for suites).
+
+    Returns
+    -------
+    bool
+    """
     spec = str(spec)
-    return spec.endswith(".py") or "/" in spec or "\\" in spec
+    return spec.endswith(suffix) or "/" in spec or "\\" in spec
 
 
 def resolve_plugin(spec: str, base: Path | None = None,
@@ -349,11 +402,11 @@ def resolve_plugin(spec: str, base: Path | None = None,
     except ModuleNotFoundError as exc:
         if exc.name and spec.startswith(exc.name):
             raise PluginError(f"plugin module {spec!r} not found (give a .py path or an importable module)") from None
-        raise PluginError(f"plugin module {spec} failed to import: {_where(exc)}") from None
+        raise PluginError(f"plugin module {spec} failed to import: {describe_error(exc)}") from None
     except SyntaxError as exc:
         raise PluginError(f"plugin module {spec}: {exc.filename}:{exc.lineno}: syntax error: {exc.msg}") from None
     except Exception as exc:
-        raise PluginError(f"plugin module {spec} failed to import: {_where(exc)}") from None
+        raise PluginError(f"plugin module {spec} failed to import: {describe_error(exc)}") from None
     return module, Source(spec, str(getattr(module, "__version__", "")))
 
 
@@ -377,7 +430,7 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
         try:
             plugin = ep.load()
         except Exception as exc:
-            raise PluginError(f"entry point {ep.name} = {ep.value} ({label}) failed to load: {_where(exc)}") from None
+            raise PluginError(f"entry point {ep.name} = {ep.value} ({label}) failed to load: {describe_error(exc)}") from None
         loader.add(plugin, Source(label, version))
     for spec in extra:
         if isinstance(spec, ModuleType):

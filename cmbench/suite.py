@@ -20,8 +20,8 @@ import tomllib
 
 from .components import Component
 from .errors import PluginError, SuiteError
-from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, domain_problem, is_file_spec,
-                      load_plugins)
+from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
+                      is_file_spec, load_plugins)
 
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
               "theory_figures": list, "cache_size": (str, int)}
@@ -111,7 +111,7 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
     """A shipped suite name (``paper``) or a path to a TOML file."""
     text = str(name_or_path)
     path = Path(text)
-    if path.suffix == ".toml" or path.is_file() or "/" in text:
+    if is_file_spec(text, ".toml") or path.is_file():
         if not path.is_file():
             raise SuiteError(f"suite file {path} does not exist")
         return path.resolve()
@@ -267,7 +267,7 @@ def _check_keys(ctx: _Ctx, table: dict, allowed: dict, required: Sequence, what:
 def _resolve_plugin_path(ctx: _Ctx, spec: Any, i: int) -> str:
     if not isinstance(spec, str):
         raise ctx.at(f"plugins[{i}]").error(f"expected a path or module name, got {spec!r}")
-    if spec.endswith(".py") or "/" in spec:
+    if is_file_spec(spec):
         path = Path(spec)
         path = path if path.is_absolute() else ctx.path.parent / path
         shipped = ctx.shipped(path)
@@ -289,7 +289,7 @@ def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
     labels = set()
     for spec in cli_plugins:
         spec = str(spec)
-        labels.add(str(Path(spec).resolve()) if spec.endswith(".py") or "/" in spec else spec)
+        labels.add(str(Path(spec).resolve()) if is_file_spec(spec) else spec)
     return {kind: [name for name in registry.kind(kind) if registry.source(kind, name).plugin in labels]
             for kind in ("recoverers", "estimators")}
 
@@ -418,15 +418,16 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
     for key in overrides:
         if key not in decl.params and not (kind == "recoverers" and key == "rank"):
             valid = ", ".join(sorted(decl.params)) or "none"
+            hint = did_you_mean(key, decl.params)
             raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r} has no parameter {key!r}; "
-                                    f"its parameters: {valid}{_close(key, decl.params)}")
+                                    f"its parameters: {valid}" + (f" ({hint})" if hint else ""))
     for key, value in overrides.items():
         _check_param_type(ctx.at(key), decl.params.get(key), value)
         problem = domain_problem(decl, key, value)
         if problem:
             allowed = [str(v) for v in decl.choices.get(key, ())]
-            hint = _close(str(value), allowed) if isinstance(value, str) else ""
-            raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r}: {problem}{hint}")
+            hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+            raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r}: {problem}" + (f" ({hint})" if hint else ""))
     if kind == "metrics" and label in RESERVED_METRIC_NAMES:
         raise ctx.error(f"{label!r} is a cube variable already; give the metric another label")
     if kind == "datasets" and isinstance(overrides.get("path"), str):
@@ -452,7 +453,7 @@ def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, 
             return hashlib.sha256(files[path]).hexdigest()[:16]
         return _file_digest(path)
 
-    parts = [digest(plugin) if plugin.endswith(".py") else version]
+    parts = [digest(plugin) if is_file_spec(plugin) else version]
     if isinstance(data_path, str):
         parts.append(digest(data_path))
     return ":".join(parts)
@@ -491,13 +492,6 @@ def _check_param_type(ctx: _Ctx, default: Any, value: Any) -> None:
         return
     if not ok:
         raise ctx.error(f"expected {expected} (the default is {default!r}), got {type(value).__name__} {value!r}")
-
-
-def _close(key: str, valid) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _budgets(ctx: _Ctx, value: Any, max_count: int = DEFAULT_MAX_CELLS) -> tuple:

@@ -30,9 +30,29 @@ __all__ = [
     "d_entry_bound", "d_tv_empirical", "thresholds", "THRESHOLD_LABELS",
     "general_position_m_a", "rho_learn", "general_position_label",
     "dis_compare_example", "DIS_COMPARE_PAPER", "EXAMPLES",
+    "critical_set", "hidden_direction", "changed_entries", "budget_count",
+    "CHUNK_ELEMENTS", "PASS_ELEMENTS", "BLOCK_ELEMENTS", "RANK_RTOL",
 ]
 
-_CHUNK_ELEMS = 1 << 21  # floats per temporary array in the batched loops
+# --------------------------------------------------------------------------- #
+# Memory blocks
+# --------------------------------------------------------------------------- #
+# Vectorized loops work on blocks of bounded size, so that their temporaries
+# stay a few MB whatever N is (the N = 10^6 cells keep their peak near the
+# data's own size). The built-in plugins size their blocks with these too.
+
+#: Elements of one temporary array of a batched computation (a stack of small
+#: matrices, a block of subsets or of sort keys): 16 MB of float64.
+CHUNK_ELEMENTS = 1 << 21
+#: Elements of one row chunk when a pass walks over the data: 8 MB of float64.
+#: Smaller chunks pay NumPy's per-call overhead more often (benchmarks/README.md).
+PASS_ELEMENTS = 1 << 20
+#: Elements of an estimator's column block or row chunk (and of its block of
+#: projections): about 32 MB of float64.
+BLOCK_ELEMENTS = 4_000_000
+
+#: Relative rank threshold: singular values at most this times the largest count as zero.
+RANK_RTOL = 1e-10
 
 
 # --------------------------------------------------------------------------- #
@@ -63,7 +83,7 @@ class _RowGeometry:
     def __init__(self, A: np.ndarray, tol: float | None):
         n, r = A.shape
         U, S, Vt = np.linalg.svd(A, full_matrices=False)
-        rank_tol = 1e-10 if tol is None else tol
+        rank_tol = RANK_RTOL if tol is None else tol
         k = int(np.sum(S > rank_tol * S[0])) if S.size and S[0] > 0 else 0
         self.n, self.k, self.tol = n, k, tol
         self.U, self.S = U[:, :k], S[:k]
@@ -103,7 +123,7 @@ def _parallel_representatives(V: np.ndarray, tol: float) -> np.ndarray:
     m = V.shape[0]
     out = np.arange(m)
     near = 1.0 - max(tol, 1e-3)  # sine <= tol implies 1 - |cos| <= tol^2 / 2
-    step = max(1, _CHUNK_ELEMS // max(m, 1))
+    step = max(1, CHUNK_ELEMENTS // max(m, 1))
     for s in range(0, m, step):
         cos = V[s: s + step] @ V.T
         i, j = np.nonzero(np.abs(cos) >= near)
@@ -172,7 +192,7 @@ def _search_hyperplanes(geo: _RowGeometry, subsets_iter) -> np.ndarray:
 
 
 def _chunk_size(geo: _RowGeometry) -> int:
-    return max(1, _CHUNK_ELEMS // max(geo.dirs.shape[0], geo.k * geo.k, 1))
+    return max(1, CHUNK_ELEMENTS // max(geo.dirs.shape[0], geo.k * geo.k, 1))
 
 
 def _critical_by_hyperplanes(geo: _RowGeometry) -> np.ndarray:
@@ -213,7 +233,7 @@ def _critical_by_removals(geo: _RowGeometry, budget: float):
         if spent + cost > budget:
             return None, m - 1
         spent += cost
-        for R in _combinations(rows.size, m, max(1, _CHUNK_ELEMS // (m * m))):
+        for R in _combinations(rows.size, m, max(1, CHUNK_ELEMENTS // (m * m))):
             lam = np.linalg.eigvalsh(G[R[:, :, None], R[:, None, :]])[:, -1]
             # loose screen (1 - lam is the squared smallest singular value of
             # U[-R]); the hyperplane test decides
@@ -370,6 +390,153 @@ def m_a(A, *, tol: float | None = None, method: str = "auto",
 
 
 # --------------------------------------------------------------------------- #
+# The structured attack of Theorem thm:lowerBoundStructure
+# --------------------------------------------------------------------------- #
+
+def critical_set(A, *, max_subsets: float = 2e5, n_draws: int = 20_000, seed: int = 0) -> np.ndarray:
+    """A set of m_A rows of A whose loss makes a sample unrecoverable, at a bounded cost.
+
+    The coordinates an adversary hides (or moves) in the construction of
+    Theorem thm:lowerBoundStructure. `critical_rows` is exact but may need to
+    enumerate more subsets than a sweep can afford (a generic estimated
+    77 x 10 structure has C(77, 9) hyperplanes); this is the exact set when
+    ``max_subsets`` subsets suffice, else the best of ``n_draws`` seeded
+    random hyperplanes, a set that also lowers the rank but may hold more
+    than m_A rows (an attack then costs more per sample).
+
+    Parameters
+    ----------
+    A : (n, r) array_like
+        The structure, x = A z.
+    max_subsets : float, default 2e5
+        Most subsets the exact search may enumerate (see `m_a`).
+    n_draws, seed : int
+        Random hyperplanes of the fallback search, and its seed.
+
+    Returns
+    -------
+    ndarray of intp, shape (m,)
+        Sorted row indices; removing them lowers the rank of A.
+
+    Raises
+    ------
+    ValueError
+        A is not a finite 2-D array or has rank 0 (no row set to lose).
+
+    See Also
+    --------
+    critical_rows : the exact set, with its tolerances.
+    hidden_direction : the direction that moves only these coordinates.
+    """
+    A = _validated_matrix(A)
+    s = np.linalg.svd(A, compute_uv=False)
+    if not s.size or s[0] == 0:
+        raise ValueError("the structure A has rank 0: m_A is undefined")
+    try:
+        rows = critical_rows(A, max_subsets=max_subsets)
+    except ValueError:  # too many subsets for the exact search
+        rows = critical_rows(A, method="search", n_draws=n_draws, seed=seed)
+    return np.sort(np.asarray(rows, dtype=np.intp))
+
+
+def hidden_direction(A, rows) -> np.ndarray:
+    """A unit vector of range(A) that is zero outside ``rows`` (exactly).
+
+    Moving a sample x = A z along it changes only the coordinates ``rows``
+    and leaves it structured (x + t w = A z' for some z'), so a sample whose
+    ``rows`` are replaced this way cannot be told from a clean one (Lemma
+    lemma:corruptionRecover). It exists when removing ``rows`` lowers the
+    rank of A, as for `critical_set`: with Q an orthonormal basis of
+    range(A), w = Q y for y in the null space of Q restricted to the other
+    rows.
+
+    Parameters
+    ----------
+    A : (n, r) array_like
+        The structure.
+    rows : sequence of int
+        Rows whose removal lowers the rank of A (e.g. `critical_set`).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        Unit norm, exactly zero outside ``rows``; its sign is arbitrary.
+
+    Raises
+    ------
+    ValueError
+        A has rank 0, or no direction of range(A) lives on ``rows``.
+    """
+    A = np.asarray(A, dtype=float)
+    U, s, _ = np.linalg.svd(A, full_matrices=False)
+    if not s.size or s[0] == 0:
+        raise ValueError("the structure A has rank 0: range(A) has no direction")
+    Q = U[:, s > RANK_RTOL * s[0]]
+    rest = np.setdiff1d(np.arange(A.shape[0]), rows)
+    # full_matrices: when fewer rest rows than columns the null vectors are the extra ones
+    _, _, Vt = np.linalg.svd(Q[rest], full_matrices=True)
+    w = Q @ Vt[-1]
+    if np.linalg.norm(w[rest]) > 1e-6:  # Q[rest] has no null vector: the rank did not drop
+        raise ValueError("no direction of range(A) is zero outside the given rows "
+                         "(removing them does not lower the rank of A)")
+    w[rest] = 0.0  # numerically ~0 already; exact zeros keep the other coordinates untouched
+    return w / np.linalg.norm(w)
+
+
+def changed_entries(X, Y) -> np.ndarray:
+    """Entry-wise ``X != Y`` where NaN equals NaN: the entries a corruption changed.
+
+    A hidden entry equals a hidden entry, and a number that became NaN (or the
+    reverse) changed; this is how cmbench counts what an adversary spent and
+    what a component wrote into its input.
+
+    Parameters
+    ----------
+    X, Y : array_like
+        Arrays of broadcastable shapes (e.g. a sample and its corruption).
+
+    Returns
+    -------
+    ndarray of bool
+        True where the entries differ.
+    """
+    X, Y = np.asarray(X), np.asarray(Y)
+    return ~((X == Y) | (np.isnan(X) & np.isnan(Y)))
+
+
+def budget_count(budget: float, total: int) -> int:
+    """``floor(budget * total)``: how many rows or entries a corruption budget buys.
+
+    The budget of A1^eps is ``floor(eps N)`` rows, of A2^rho ``floor(rho N)``
+    entries per column and of A3^alpha ``floor(alpha N n)`` entries
+    (Section sec:corruptionModels); ``total`` is N or N n. The product is
+    rounded up by a relative 1e-12 first, so that round-off does not lose a
+    unit: ``0.29 * 100`` buys 29, not 28.
+
+    Parameters
+    ----------
+    budget : float
+        The fraction eps, rho or alpha, in [0, 1].
+    total : int
+        What the fraction is of.
+
+    Returns
+    -------
+    int
+        In [0, total].
+
+    Raises
+    ------
+    ValueError
+        ``budget`` is outside [0, 1].
+    """
+    budget = float(budget)
+    if not (0.0 <= budget <= 1.0):
+        raise ValueError(f"budget must be a fraction in [0, 1], got {budget!r}")
+    return min(int(total), math.floor(budget * total * (1.0 + 1e-12)))
+
+
+# --------------------------------------------------------------------------- #
 # disc (section 3.3)
 # --------------------------------------------------------------------------- #
 
@@ -408,7 +575,7 @@ def _disc_exact(s: np.ndarray) -> float:
     qH = np.einsum("ij,jk,ik->i", XH, s[np.ix_(H, H)], XH)
     cross = XL @ s[np.ix_(L, H)]  # (2^(a-1), n-a)
     best = -np.inf
-    step = max(1, _CHUNK_ELEMS // XH.shape[0])
+    step = max(1, CHUNK_ELEMENTS // XH.shape[0])
     for i in range(0, XL.shape[0], step):
         q = qL[i: i + step, None] + 2.0 * cross[i: i + step] @ XH.T + qH[None, :]
         best = max(best, float(q.max()))
@@ -552,11 +719,6 @@ def _samples(X, Y, same_size: bool):
     return X, Y
 
 
-def _differs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Entry-wise x != y with NaN == NaN (broadcasting)."""
-    return ~((x == y) | (np.isnan(x) & np.isnan(y)))
-
-
 def _row_labels(X: np.ndarray, Y: np.ndarray):
     """Integer label per row of X and of Y; equal rows (NaN-aware) share one."""
     Z = np.concatenate([X, Y]) + 0.0  # -0.0 -> 0.0: equal numbers, one label
@@ -602,20 +764,20 @@ def _unmatched(X: np.ndarray, Y: np.ndarray):
 
 def _indicators(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """(n, N, N) bool: I(x_a, y_b)_j for all pairs."""
-    return np.stack([_differs(X[:, j, None], Y[None, :, j]) for j in range(X.shape[1])])
+    return np.stack([changed_entries(X[:, j, None], Y[None, :, j]) for j in range(X.shape[1])])
 
 
 def _hamming(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """(N, N) int: number of differing entries of every pair (x_a, y_b)."""
     C = np.zeros((X.shape[0], Y.shape[0]), dtype=np.int32)
     for j in range(X.shape[1]):
-        C += _differs(X[:, j, None], Y[None, :, j])
+        C += changed_entries(X[:, j, None], Y[None, :, j])
     return C
 
 
 def _column_fractions(X, Y, N) -> np.ndarray:
     """(n,) changed entries per column of the row-by-row pairing, over N."""
-    return _differs(X, Y).sum(axis=0) / N
+    return changed_entries(X, Y).sum(axis=0) / N
 
 
 def _dentry_inf_lp(I: np.ndarray, N: int) -> float:

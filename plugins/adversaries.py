@@ -33,17 +33,10 @@ from typing import Optional
 import numpy as np
 
 import cmbench
-from cmbench.theory import critical_rows
-
-# critical_rows is exact up to this many enumerated subsets; beyond (e.g. a generic
-# estimated 77 x 10 structure) a seeded random-hyperplane search gives a set that
-# lowers the rank but may not be minimal (then the attack costs more per sample).
-_EXACT_SUBSETS = 2e5
-_SEARCH_DRAWS = 20_000
-_RANK_RTOL = 1e-10  # cmbench.theory's rank threshold, relative to the top singular value
+from cmbench.theory import CHUNK_ELEMENTS, budget_count, critical_set, hidden_direction
 
 __all__ = [
-    "budget_count", "hide_smallest", "hide_random", "hide_samples", "replace_samples",
+    "hide_smallest", "hide_random", "hide_samples", "replace_samples",
     "hide_tail", "hide_structured", "replace_values", "replace_structured",
     "register_adversaries",
 ]
@@ -52,18 +45,6 @@ _SIDES = ("auto", "positive", "negative")
 
 
 # --------------------------------------------------------------------------- helpers
-
-def budget_count(budget: float, total: int) -> int:
-    """``floor(budget * total)``: the number of entries (or rows) a budget buys.
-
-    Forgives float round-off (relative 1e-12) so that ``0.29 * 100`` buys 29,
-    not 28. Raises ``ValueError`` unless ``0 <= budget <= 1``.
-    """
-    budget = float(budget)
-    if not (0.0 <= budget <= 1.0):
-        raise ValueError(f"budget must be a fraction in [0, 1], got {budget!r}")
-    return min(int(total), math.floor(budget * total * (1.0 + 1e-12)))
-
 
 def _as_data(X: np.ndarray) -> np.ndarray:
     """A float64 copy of X (so the caller's array is never touched)."""
@@ -142,9 +123,6 @@ def _column_ranks(key: np.ndarray) -> np.ndarray:
     return rank
 
 
-_BLOCK_ELEMENTS = 1 << 21  # int64 sort temporaries of one column block: 16 MB
-
-
 def _tail_mask(X: np.ndarray, quota: np.ndarray, largest: bool) -> np.ndarray:
     """Mask of the ``quota[j]`` smallest (or largest) visible values of each column j.
 
@@ -152,7 +130,7 @@ def _tail_mask(X: np.ndarray, quota: np.ndarray, largest: bool) -> np.ndarray:
     never reach the size of X (at N = 10^6 they would be twice its size).
     """
     mask = np.empty(X.shape, dtype=bool)
-    step = max(1, _BLOCK_ELEMENTS // max(1, X.shape[0]))
+    step = max(1, CHUNK_ELEMENTS // max(1, X.shape[0]))
     for lo in range(0, X.shape[1], step):
         block = X[:, lo:lo + step]
         rank = _column_ranks(-block if largest else block)  # -NaN is NaN: hidden entries still sort last
@@ -180,22 +158,6 @@ def _estimate_structure(var: np.ndarray, V: np.ndarray, rank: Optional[int],
     return V[:, :k]
 
 
-def _critical_set(A: np.ndarray) -> np.ndarray:
-    """``critical_rows(A)`` (size m_A, Definition def:ma), sorted.
-
-    Exact when affordable, else the search fallback described at `_EXACT_SUBSETS`.
-    A structure of rank 0 has no critical set: `cmbench.NotApplicable`.
-    """
-    s = np.linalg.svd(A, compute_uv=False)
-    if not s.size or s[0] == 0 or not np.isfinite(s).all():
-        raise cmbench.NotApplicable("the structure A has rank 0 (or is not finite): m_A is undefined")
-    try:
-        cols = critical_rows(A, max_subsets=_EXACT_SUBSETS)
-    except ValueError:
-        cols = critical_rows(A, method="search", n_draws=_SEARCH_DRAWS, seed=0)
-    return np.sort(np.asarray(cols, dtype=np.intp))
-
-
 def _structure_plan(X: np.ndarray, budget: float, structure, side: str, rank, explained):
     """Shared by the structured adversaries: which rows, which columns, which direction.
 
@@ -214,7 +176,10 @@ def _structure_plan(X: np.ndarray, budget: float, structure, side: str, rank, ex
         A = np.asarray(structure, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != n:
         raise ValueError(f"structure must be an (n={n}) x r matrix, got shape {A.shape}")
-    cols = _critical_set(A)
+    try:
+        cols = critical_set(A)
+    except ValueError as exc:  # rank 0 or not finite: the attack does not exist
+        raise cmbench.NotApplicable(str(exc)) from None
     m = cols.size
     v = _canonical(V[:, 0])
     p = Xc @ v
@@ -477,9 +442,9 @@ def hide_structured(X: np.ndarray, budget: float, *, rng=None, structure=None,
     When ``structure`` is None, A is estimated as the top principal subspace
     of the clean data: ``rank`` directions when given, else the smallest
     number explaining ``explained`` (default 95%) of the variance. The
-    critical set is `cmbench.theory.critical_rows` (exact up to 2e5
-    enumerated subsets; beyond, a seeded random search whose set lowers the
-    rank but may exceed m_A). Raises `cmbench.NotApplicable` for A of rank 0.
+    critical set is `cmbench.theory.critical_set` (exact when affordable,
+    else a seeded random search whose set lowers the rank but may exceed
+    m_A). Raises `cmbench.NotApplicable` for A of rank 0.
 
     Parameters
     ----------
@@ -539,7 +504,7 @@ def replace_structured(X: np.ndarray, budget: float, *, rng=None, structure=None
     rows, cols, v, Xc, A = _structure_plan(out, budget, structure, side, rank, explained)
     if rows.size == 0:
         return out
-    w = _hidden_direction(A, cols)
+    w = hidden_direction(A, cols)
     if w @ v < 0:
         w = -w
     sd = float(np.std(Xc @ w))
@@ -547,24 +512,6 @@ def replace_structured(X: np.ndarray, budget: float, *, rng=None, structure=None
     block = np.ix_(rows, cols)
     out[block] = out[block] + t * w[cols]  # NaN + t stays NaN: hidden entries stay hidden
     return out
-
-
-def _hidden_direction(A: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """A unit vector of range(A) that is zero outside ``cols`` (exactly).
-
-    With Q an orthonormal basis of range(A), w = Q y for y in the null space
-    of Q restricted to the other rows; that null space is non-trivial because
-    removing ``cols`` lowers the rank.
-    """
-    U, s, _ = np.linalg.svd(A, full_matrices=False)
-    tol = _RANK_RTOL * s[0]
-    Q = U[:, s > tol]
-    rest = np.setdiff1d(np.arange(A.shape[0]), cols)
-    # full_matrices: when fewer rest rows than columns the null vectors are the extra ones
-    _, _, Vt = np.linalg.svd(Q[rest], full_matrices=True)
-    w = Q @ Vt[-1]
-    w[rest] = 0.0  # numerically ~0 already; exact zeros keep the other coordinates untouched
-    return w / np.linalg.norm(w)
 
 
 # --------------------------------------------------------------------------- registration

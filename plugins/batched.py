@@ -13,11 +13,7 @@ from typing import Optional
 import numpy as np
 
 import cmbench
-
-
-# Rows per chunk when an operator is gathered per row: bounds the temporary
-# (chunk, k, n) stack to a few MB whatever N is.
-CHUNK_ELEMENTS = 1 << 21
+from cmbench.theory import BLOCK_ELEMENTS, CHUNK_ELEMENTS, PASS_ELEMENTS
 
 
 def check_rank(rank, n: int, method: str) -> int:
@@ -294,13 +290,6 @@ def _fit_normal_equations(X, mask, A, rows, fitted) -> np.ndarray:
 
 
 
-# Rows per chunk of a pass over the data: bounds every per-row temporary to
-# ~8 MB whatever N is (the N = 10^6 cell keeps its peak near the data's size).
-# Smaller chunks pay numpy's per-call overhead more often: 2 MB chunks made a
-# pass over 10^5 x 50 rows 1.35x slower.
-PASS_ELEMENTS = 1 << 20
-
-
 def row_chunks(count: int, width: int):
     """Slices of ``range(count)`` holding about ``PASS_ELEMENTS / width`` rows each.
 
@@ -464,7 +453,7 @@ def column_medians(X: np.ndarray) -> np.ndarray:
     (n,) the medians of the visible entries (NaN for a column with none).
     """
     N, n = X.shape
-    width = max(1, (1 << 22) // max(1, N))
+    width = max(1, BLOCK_ELEMENTS // max(1, N))
     return np.concatenate([np.nanmedian(X[:, j:j + width], axis=0) for j in range(0, n, width)])
 
 

@@ -21,9 +21,7 @@ import math
 import numpy as np
 
 import cmbench
-
-# A (N, block) float array of projections stays below ~32 MB.
-_TUKEY_BLOCK_ELEMENTS = 4_000_000
+from cmbench.theory import BLOCK_ELEMENTS
 _MAD_TO_SD = 1.4826  # MAD of a standard normal is 1 / 1.4826
 
 
@@ -72,20 +70,15 @@ def _sorted_columns(X: np.ndarray) -> np.ndarray:
     return np.sort(X, axis=0)
 
 
-# Temporaries of a column block or row chunk stay under ~32 MB, so an
-# estimator's peak memory stays a small fraction of X's at N = 10^6.
-_BLOCK_ELEMENTS = 4_000_000
-
-
 def _column_blocks(N: int, n: int):
-    """Slices of the n columns, about ``_BLOCK_ELEMENTS / N`` columns each."""
-    width = max(1, _BLOCK_ELEMENTS // max(1, N))
+    """Slices of the n columns, about ``BLOCK_ELEMENTS / N`` columns each."""
+    width = max(1, BLOCK_ELEMENTS // max(1, N))
     return [slice(j, min(n, j + width)) for j in range(0, n, width)]
 
 
 def _row_blocks(N: int, n: int):
-    """Slices of the N rows, about ``_BLOCK_ELEMENTS / n`` rows each."""
-    step = max(1, _BLOCK_ELEMENTS // max(1, n))
+    """Slices of the N rows, about ``BLOCK_ELEMENTS / n`` rows each."""
+    step = max(1, BLOCK_ELEMENTS // max(1, n))
     return [slice(i, min(N, i + step)) for i in range(0, N, step)]
 
 
@@ -327,7 +320,7 @@ def _projections(Z, U: np.ndarray):
     """Yield ``(start, P)`` per block of directions: ``P = (Z @ U_block).T``,
     (block, N) C-ordered, so the (N, block) array stays under ~32 MB. Z is an
     array or a `_Standardized`."""
-    block = max(1, _TUKEY_BLOCK_ELEMENTS // Z.shape[0])
+    block = max(1, BLOCK_ELEMENTS // Z.shape[0])
     for start in range(0, U.shape[1], block):
         Ub = U[:, start:start + block]
         yield start, (Z.project(Ub) if isinstance(Z, _Standardized) else Ub.T @ Z.T)
@@ -479,7 +472,7 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     U = np.concatenate([np.eye(n), U], axis=1)
 
     m_max = (N + 1) // 2  # beyond, S_k[m-1] > S_k[N-m] in general
-    if m_max * K <= _TUKEY_BLOCK_ELEMENTS:
+    if m_max * K <= BLOCK_ELEMENTS:
         levels = np.arange(1, m_max + 1)
         ostats = _projection_order_stats(Z, U, np.concatenate([levels - 1, N - levels]))
         i, y = _deepest(U, levels, ostats[:, :m_max], ostats[:, m_max:])

@@ -75,11 +75,14 @@ column, coordinate level ``floor(alpha N n)`` entries; entries already NaN count
 as hidden and cost nothing; X is never modified; the result is deterministic
 given ``rng`` (and a deterministic pipeline).
 
-The portfolio imports the attack functions of the built-in adversaries module
-(``from cmbench.builtins import adversaries``), as a third-party plugin could.
+The portfolio runs the built-in adversaries by their registered names, found
+through `cmbench.load_plugins` as a third-party plugin would find them; the
+structural pieces it shares with ``hide-structured`` (critical set, hidden
+direction, budget rounding) come from `cmbench.theory`.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -88,8 +91,7 @@ from typing import Callable, Optional
 import numpy as np
 
 import cmbench
-from cmbench.builtins import adversaries as fixed
-from cmbench.theory import critical_rows
+from cmbench.theory import budget_count, changed_entries, critical_set, hidden_direction
 
 __all__ = [
     "worst_case", "search_worst_case", "SearchResult", "portfolio", "local_search",
@@ -105,9 +107,6 @@ BREAKS = ("max", "avoid")
 DEFAULTS = {"evaluations": 200, "portfolio_share": 0.5, "directions": 2, "reach": 3.0,
             "breaks": "max", "explained": 0.95}
 
-_EXACT_SUBSETS = 2e5  # as hide-structured: exact critical set up to this many subsets
-_SEARCH_DRAWS = 20_000
-_RANK_RTOL = 1e-10
 
 
 # --------------------------------------------------------------------------- the problem
@@ -164,7 +163,7 @@ class Problem:
         has = visible.any(axis=0)
         lo = np.where(has, np.nanmin(np.where(visible, X, np.inf), axis=0), mu) - reach * sd
         hi = np.where(has, np.nanmax(np.where(visible, X, -np.inf), axis=0), mu) + reach * sd
-        return cls(X, level, mode, fixed.budget_count(budget, unit), visible, mu, sd, lo, hi)
+        return cls(X, level, mode, budget_count(budget, unit), visible, mu, sd, lo, hi)
 
     @property
     def shape(self) -> tuple:
@@ -204,7 +203,7 @@ def _from_output(prob: Problem, out: np.ndarray, label: str) -> Optional[Candida
     if out.shape != prob.shape:
         return None
     X = prob.X
-    changed = ~((out == X) | (np.isnan(out) & np.isnan(X))) & prob.visible
+    changed = changed_entries(out, X) & prob.visible
     if prob.replace:
         mask = changed & np.isfinite(out)
         cand = Candidate(mask, np.where(mask, out, X), label)
@@ -293,25 +292,16 @@ def _structure(prob: Problem, structure, explained: float) -> Optional[np.ndarra
 
 
 def _critical_and_direction(A: np.ndarray) -> Optional[tuple[np.ndarray, np.ndarray]]:
-    """``critical_rows(A)`` (m_A coordinates whose loss makes a sample
-    unrecoverable) and a unit vector w of range(A) vanishing off them: moving a
-    sample along w changes only those coordinates and keeps it structured."""
-    s = np.linalg.svd(A, compute_uv=False)
-    if not s.size or not np.isfinite(s).all() or s[0] == 0:
-        return None
+    """The critical coordinates of A (`cmbench.theory.critical_set`, as
+    ``hide-structured`` uses) and a unit vector w of range(A) vanishing off them
+    (`cmbench.theory.hidden_direction`): moving a sample along w changes only
+    those coordinates and keeps it structured. None when A has no such set
+    (rank 0, not finite)."""
     try:
-        cols = critical_rows(A, max_subsets=_EXACT_SUBSETS)
+        cols = critical_set(A)
+        return cols, hidden_direction(A, cols)
     except ValueError:
-        cols = critical_rows(A, method="search", n_draws=_SEARCH_DRAWS, seed=0)
-    cols = np.sort(np.asarray(cols, dtype=np.intp))
-    U, s, _ = np.linalg.svd(A, full_matrices=False)
-    Q = U[:, s > _RANK_RTOL * s[0]]
-    rest = np.setdiff1d(np.arange(A.shape[0]), cols)
-    _, _, Vt = np.linalg.svd(Q[rest], full_matrices=True)
-    w = Q @ Vt[-1]
-    w[rest] = 0.0
-    norm = np.linalg.norm(w)
-    return (cols, w / norm) if norm > 0 else None
+        return None
 
 
 def _top_rows(prob: Problem, d: np.ndarray, count: int, cols: Optional[np.ndarray] = None) -> np.ndarray:
@@ -401,31 +391,42 @@ def _rows_for(prob: Problem, width: int) -> int:
     return prob.cap  # sample: rows; value: entries per column = rows
 
 
+_SIDES = ("auto", "positive", "negative")
+# The built-in attacks of each level and mode, by registered name, in evaluation order.
+_OWN = {
+    ("sample", "missing"): [("hide-samples", {"side": s}) for s in _SIDES],
+    ("sample", "replace"): [("replace-samples", {"side": s}) for s in _SIDES],
+    ("value", "missing"): [("hide-smallest", {}), ("hide-random", {})],
+    ("value", "replace"): [("replace-values", {})],
+    ("coordinate", "missing"): [("hide-structured", {"side": "auto"}),
+                                ("hide-tail", {"side": "largest"}),
+                                ("hide-tail", {"side": "smallest"}),
+                                ("hide-structured", {"side": "positive"}),
+                                ("hide-structured", {"side": "negative"})],
+    ("coordinate", "replace"): [("replace-structured", {"side": s}) for s in _SIDES],
+}
+_WEAKER = {"value": ["sample"], "coordinate": ["value", "sample"], "sample": []}
+
+
+@functools.lru_cache(maxsize=1)
+def _attacks() -> dict:
+    """The callables of the built-in attacks in `_OWN`, by name, looked up in the
+    plugin registry (once per process) as a third-party plugin would."""
+    table = cmbench.load_plugins().adversaries
+    return {name: table[name].fn for specs in _OWN.values() for name, _ in specs}
+
+
 def _builtin_family(prob: Problem, budget: float, rng: np.random.Generator, structure) -> list:
     """The built-in attacks this adversary can run at its budget (Prop. adversaryLemma:
     A3 simulates A2 and A1 at the same budget, A2 simulates A1)."""
-    F, SIDES = fixed, ("auto", "positive", "negative")
-    own = {
-        ("sample", "missing"): [("hide-samples", F.hide_samples, {"side": s}) for s in SIDES],
-        ("sample", "replace"): [("replace-samples", F.replace_samples, {"side": s}) for s in SIDES],
-        ("value", "missing"): [("hide-smallest", F.hide_smallest, {}), ("hide-random", F.hide_random, {})],
-        ("value", "replace"): [("replace-values", F.replace_values, {})],
-        ("coordinate", "missing"): [("hide-structured", F.hide_structured, {"side": "auto"}),
-                                    ("hide-tail", F.hide_tail, {"side": "largest"}),
-                                    ("hide-tail", F.hide_tail, {"side": "smallest"}),
-                                    ("hide-structured", F.hide_structured, {"side": "positive"}),
-                                    ("hide-structured", F.hide_structured, {"side": "negative"})],
-        ("coordinate", "replace"): [("replace-structured", F.replace_structured, {"side": s})
-                                    for s in SIDES],
-    }
-    weaker = {"value": ["sample"], "coordinate": ["value", "sample"], "sample": []}
-    specs = list(own[(prob.level, prob.mode)])
-    for lv in weaker[prob.level]:
-        specs += own[(lv, prob.mode)][:1]
+    specs = list(_OWN[(prob.level, prob.mode)])
+    for lv in _WEAKER[prob.level]:
+        specs += _OWN[(lv, prob.mode)][:1]
+    attacks = _attacks()
     out = []
-    for name, fn, kw in specs:
+    for name, kw in specs:
         try:
-            res = fn(prob.X, budget, rng=rng, structure=structure, **kw)
+            res = attacks[name](prob.X, budget, rng=rng, structure=structure, **kw)
         except (cmbench.NotApplicable, cmbench.Undefined, ValueError, np.linalg.LinAlgError):
             continue  # e.g. a structure of rank 0: the attack does not exist here
         label = name + "".join(f" {v}" for v in kw.values())

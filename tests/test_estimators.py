@@ -244,7 +244,7 @@ def test_tukey_two_pass_search_matches_one_pass(registry, monkeypatch):
 
     X = np.random.default_rng(8).standard_normal((6000, 3))
     one_pass = estimate(registry, "tukey", X, directions=32)
-    monkeypatch.setattr(module, "_TUKEY_BLOCK_ELEMENTS", 20_000)
+    monkeypatch.setattr(module, "BLOCK_ELEMENTS", 20_000)
     two_pass = estimate(registry, "tukey", X, directions=32, grid=16)
     np.testing.assert_allclose(two_pass, one_pass, atol=1e-9)
 
@@ -276,8 +276,7 @@ def test_column_blocks_and_row_chunks_do_not_change_the_estimate(registry, conta
     X = with_missing(contaminated[0], 0.02) if name in ("mean", "cmedian", "trimmed-mean") \
         else contaminated[0]
     whole = estimate(registry, name, X)
-    monkeypatch.setattr(est, "_BLOCK_ELEMENTS", 3 * X.shape[0] - 7)  # ragged blocks
-    monkeypatch.setattr(est, "_TUKEY_BLOCK_ELEMENTS", 5 * X.shape[0] + 3)
+    monkeypatch.setattr(est, "BLOCK_ELEMENTS", 3 * X.shape[0] - 7)  # ragged blocks
     chunked = estimate(registry, name, X)
     np.testing.assert_allclose(chunked, whole, rtol=1e-9, atol=1e-9)
     if name == "mean":

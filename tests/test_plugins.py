@@ -122,7 +122,7 @@ def test_syntax_error_names_file_and_line(tmp_path):
 def test_import_error_names_file_and_line(tmp_path):
     path = tmp_path / "raises.py"
     path.write_text("import cmbench\nx = 1\nraise RuntimeError('boom')\n")
-    with pytest.raises(PluginError, match=r"raises\.py.*RuntimeError: boom at line 3"):
+    with pytest.raises(PluginError, match=r"raises\.py failed to import: RuntimeError: boom \(.*raises\.py:3\)"):
         load_plugins([str(path)])
 
 
@@ -185,3 +185,83 @@ def test_plugins_command_says_when_autoload_is_off(monkeypatch):
     assert any(line.startswith("metric") and " mahalanobis " in line for line in result.output.splitlines())
     monkeypatch.delenv("CMBENCH_DISABLE_PLUGIN_AUTOLOAD")
     assert "CMBENCH_DISABLE_PLUGIN_AUTOLOAD" not in CliRunner().invoke(main, ["plugins"]).output
+
+
+# ----------------------------------------------------------------------------- shared helpers
+
+@pytest.mark.parametrize("spec, is_file", [
+    ("mine.py", True), ("dir/mine", True), ("dir\\mine", True), ("C:\\plugins\\mine.py", True),
+    ("my_pkg.plugin", False), ("cmbench.builtins.adversaries", False), ("plain", False),
+])
+def test_one_rule_says_whether_a_plugin_spec_is_a_path(spec, is_file):
+    from cmbench.plugins import is_file_spec
+
+    assert is_file_spec(spec) is is_file
+    assert is_file_spec("suites/paper", ".toml") and is_file_spec("mine.toml", ".toml")
+    assert not is_file_spec("paper", ".toml")
+
+
+def test_a_suite_resolves_a_backslash_plugin_as_a_path_like_the_command_line(tmp_path):
+    """The suite file's ``plugins = [...]`` follows the same rule as ``--plugin``: a
+    separator makes a path (relative to the suite file), never a module name."""
+    from cmbench.errors import SuiteError
+
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "s"\nplugins = ["sub\\\\missing"]\n[[experiment]]\nname = "e"\n')
+    with pytest.raises(SuiteError, match=r"plugin file .*missing does not exist"):
+        load_suite(suite)
+
+
+def test_did_you_mean_shares_one_similarity_rule():
+    from cmbench.plugins import choices_hint, close_matches, did_you_mean
+
+    assert close_matches("cmedain", ["mean", "cmedian", "median"])[0] == "cmedian"
+    assert did_you_mean("cmedain", ["mean", "cmedian"]) == "did you mean 'cmedian'?"
+    assert did_you_mean("zzz", ["mean"]) == ""
+    assert choices_hint("cmedain", ["mean", "cmedian"]) == "did you mean 'cmedian'? valid: cmedian, mean"
+    assert choices_hint("x", []) == "none declared"
+
+
+def test_describe_error_names_the_plugins_own_line(tmp_path):
+    import importlib.util
+
+    import numpy as np
+
+    from cmbench.errors import describe_error
+
+    path = tmp_path / "deep.py"
+    path.write_text("import numpy as np\n\ndef fn(X):\n    return np.linalg.cholesky(-np.eye(2))\n")
+    spec = importlib.util.spec_from_file_location("deep_plugin", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        module.fn(None)
+    assert describe_error(info.value, module.fn).endswith(f"({path}:4)")  # the plugin's line
+    assert describe_error(info.value, path).endswith(f"({path}:4)")
+    assert f"({path}:4)" not in describe_error(info.value)  # else the innermost frame, inside NumPy
+    frozen = np.zeros(2)
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError) as info:
+        frozen[0] = 1.0
+    assert describe_error(info.value).startswith("ValueError: ")
+    assert " - the plugin modified its input in place (" in describe_error(info.value)
+
+
+def test_no_builtin_plugin_imports_another():
+    """Built-in plugins share code only through the public contract (cmbench.theory, ...)."""
+    import ast
+    import importlib
+
+    from cmbench.plugins import BUILTIN_MODULES
+
+    for name in BUILTIN_MODULES:
+        module = importlib.import_module(f"cmbench.builtins.{name}")
+        tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {f"{node.module}.{a.name}" for a in node.names} | {node.module}
+            elif isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+        others = {f"cmbench.builtins.{other}" for other in BUILTIN_MODULES if other != name}
+        assert not imported & others, f"{name} imports {sorted(imported & others)}"

@@ -113,6 +113,64 @@ def test_m_rejects_bad_input_and_cache_is_safe():
     assert T.critical_rows(A).tolist() == first and len(first) == 1
 
 
+# ----------------------------------------------------------------------------- structured attack
+
+def test_critical_set_is_exact_when_affordable_else_a_rank_lowering_search():
+    rng = np.random.default_rng(5)
+    Bd = block_diagonal(rng)  # the paper's A: m_A = 5
+    exact = T.critical_set(Bd)
+    assert exact.tolist() == sorted(T.critical_rows(Bd).tolist()) and exact.size == T.m_a(Bd) == 5
+    # Too many subsets for the exact search: the seeded fallback still lowers the rank.
+    big = block_diagonal(rng, blocks=3)
+    with pytest.raises(ValueError):
+        T.critical_rows(big, max_subsets=1000)
+    found = T.critical_set(big, max_subsets=1000, n_draws=2000)
+    assert found.size >= T.m_a(big) and rank(np.delete(big, found, axis=0)) == rank(big) - 1
+    assert found.tolist() == T.critical_set(big, max_subsets=1000, n_draws=2000).tolist()  # seeded
+    assert np.all(np.diff(found) > 0)
+
+
+def test_critical_set_and_hidden_direction_reject_rank_zero_and_nan():
+    for bad in (np.zeros((4, 2)), np.array([[1.0, np.nan], [0.0, 1.0]])):
+        with pytest.raises(ValueError):
+            T.critical_set(bad)
+    with pytest.raises(ValueError, match="rank 0"):
+        T.hidden_direction(np.zeros((4, 2)), [0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hidden_direction_moves_only_the_critical_rows_and_stays_structured(seed):
+    """Lemma lemma:corruptionRecover's indistinguishable shift: x + t w = A z' differs from x on C only."""
+    rng = np.random.default_rng(seed)
+    A = block_diagonal(rng) if seed % 2 else rng.normal(size=(9, 4))
+    rows = T.critical_set(A)
+    w = T.hidden_direction(A, rows)
+    rest = np.setdiff1d(np.arange(A.shape[0]), rows)
+    assert np.all(w[rest] == 0.0) and np.linalg.norm(w) == pytest.approx(1.0)
+    z, *_ = np.linalg.lstsq(A, w, rcond=None)
+    assert np.allclose(A @ z, w, atol=1e-10)  # w lies in range(A)
+    with pytest.raises(ValueError):  # no direction of range(A) lives on a single row of a generic A
+        T.hidden_direction(rng.normal(size=(9, 4)), [0])
+
+
+def test_changed_entries_counts_nan_as_a_value():
+    X = np.array([[1.0, np.nan, 3.0], [np.nan, 0.0, -0.0]])
+    Y = np.array([[1.0, np.nan, np.nan], [2.0, 0.0, 0.0]])
+    assert T.changed_entries(X, Y).tolist() == [[False, False, True], [True, False, False]]
+    assert T.changed_entries(X[:, :, None], Y[:, None, :]).shape == (2, 3, 3)  # broadcasts
+
+
+def test_budget_count():
+    assert T.budget_count(0.29, 100) == 29  # 0.29 * 100 == 28.999999999999996 in floats
+    assert T.budget_count(0.3, 10) == 3
+    assert T.budget_count(0.099, 10) == 0
+    assert T.budget_count(1.0, 7) == 7
+    assert T.budget_count(1 / 16, 16 * 1000) == 1000
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError):
+            T.budget_count(bad, 10)
+
+
 # ----------------------------------------------------------------------------- disc
 
 def brute_disc(M):

@@ -50,10 +50,13 @@ def isolated(jobs: Iterable[Job], fn: Callable, died: Optional[Callable] = None)
     return processes(jobs, fn, 1, died)
 
 
+#: The environment of every worker process, local or Dask: one BLAS/OpenMP thread,
+#: since several threads per worker would oversubscribe the cores and change last bits.
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def _worker_init(parent: int, slot=None) -> None:
-    # BLAS threads per worker would oversubscribe the cores and change last bits.
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
+    os.environ.update(WORKER_ENV)
     if slot is not None:
         from . import units
 
@@ -240,7 +243,7 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
     if scheduler == "local":
         cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None,
-                               env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"})
+                               env=dict(WORKER_ENV))
         client = Client(cluster)
     else:
         check_scheduler(scheduler)

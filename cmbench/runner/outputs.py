@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 
 STAMPS = "outputs.json"
 _VOLATILE = ("created", "host")  # attributes that say when and where, not what

@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from .. import __version__
 from ..cube import FAILURES, STATUSES
+from ..version import __version__
 from ..errors import UserError
 
 # 3: stage records (2: recovered_fraction within a tolerance of the clean value, recovery_rmse);

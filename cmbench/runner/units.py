@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import signal
 import threading
 import time
@@ -34,8 +33,9 @@ from threadpoolctl import threadpool_limits
 from ..components import Data, NotApplicable, Undefined
 from ..cube import (FAILED, FAILURES, NOT_APPLICABLE, OK, RECOVERY_VARS, TIMEOUT, UNDEFINED, Record, UnitResult,
                     record, verdict)
-from ..errors import UserError
+from ..errors import UserError, describe_error
 from ..suite import Entry, Experiment, Suite, load_suite
+from ..theory import budget_count, changed_entries, d_entry_bound
 from .matrices import Damaged, decode, digest, encode, frozen
 from .seeds import rng_for
 
@@ -255,20 +255,6 @@ def loaded(job: Job) -> Outcome:
 
 
 # ---------------------------------------------------------------- guarded plugin calls
-def _where(exc: BaseException, fn: Optional[Callable] = None) -> str:
-    """'Type: message (file:line)', the line in the plugin's own file when the error came from below it."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    # a data set's loader is called through the memo: its own file holds the deepest frame
-    home = None if fn is load_data else getattr(getattr(fn, "__code__", None), "co_filename", None)
-    own = [f for f in frames if f.filename == home]
-    frame = own[-1] if own else (frames[-1] if frames else None)
-    loc = f" ({frame.filename}:{frame.lineno})" if frame else ""
-    msg = str(exc)
-    if isinstance(exc, ValueError) and "read-only" in msg:
-        msg += " - the plugin modified its input in place"
-    return f"{type(exc).__name__}: {msg}{loc}"
-
-
 def _alarm(signum, frame):
     raise CallTimeout()
 
@@ -322,6 +308,8 @@ def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
     if RUNNING is not None:
         outer = RUNNING.value
         RUNNING.value = _describe(fn, args).encode("utf-8", "replace")[: len(RUNNING) - 1]
+    # a data set's loader is called through the memo: its own file holds the deepest frame
+    home = None if fn is load_data else fn
     try:
         if use_alarm:
             previous = signal.signal(signal.SIGALRM, _alarm)
@@ -345,20 +333,20 @@ def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
         return Outcome(FAILED, f"SystemExit({exc.code!r}): the plugin called sys.exit",
                        seconds=time.perf_counter() - start)
     except UserError as exc:  # a data file's mistake (cmbench.data.DataError): the caller decides
-        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start,
+        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start,
                        traceback=traceback.format_exc(), user_error=str(exc))
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
         if POST_MORTEM:
             _post_mortem(exc)
-        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start,
+        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start,
                        traceback=traceback.format_exc())
     except KeyboardInterrupt as exc:
         if _SIGINT_SEEN[0]:
             raise  # Ctrl-C: the sweep stops, finished units are kept
-        return Outcome(FAILED, f"{_where(exc, fn)} - raised by the plugin, not a Ctrl-C",
+        return Outcome(FAILED, f"{describe_error(exc, home)} - raised by the plugin, not a Ctrl-C",
                        seconds=time.perf_counter() - start)
     except BaseException as exc:  # a plugin's own BaseException subclass: still its cell only
-        return Outcome(FAILED, _where(exc, fn), seconds=time.perf_counter() - start)
+        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start)
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous_sigint)
@@ -440,19 +428,19 @@ def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.nd
     Xc = _real(Xc)
     if Xc.shape != X.shape:
         raise ValueError(f"returned shape {Xc.shape}, expected {X.shape}")
-    changed = ~((Xc == X) | (np.isnan(Xc) & np.isnan(X)))
+    changed = changed_entries(Xc, X)
     if adv.decl.mode == "missing" and (changed & ~np.isnan(Xc)).any():
         raise ValueError("is a missing-mode adversary but changed visible values")
     N, n = X.shape
     level = adv.decl.level
     if level == "sample":
-        used, cap = int(changed.any(1).sum()), math.floor(budget * N + 1e-9)
+        used, cap = int(changed.any(1).sum()), budget_count(budget, N)
         unit = "rows"
     elif level == "value":
-        used, cap = int(changed.sum(0).max(initial=0)), math.floor(budget * N + 1e-9)
+        used, cap = int(changed.sum(0).max(initial=0)), budget_count(budget, N)
         unit = "entries in one column"
     else:
-        used, cap = int(changed.sum()), math.floor(budget * N * n + 1e-9)
+        used, cap = int(changed.sum()), budget_count(budget, N * n)
         unit = "entries"
     if used > cap:
         raise ValueError(f"exceeded its budget: {used} {unit} corrupted, at most {cap} allowed "
@@ -522,7 +510,7 @@ def recovery_fractions(X: np.ndarray, Xc: np.ndarray, Xr: np.ndarray, mode: str,
     if mode == "missing":
         hidden = np.isnan(Xc) & ~np.isnan(X)
     else:
-        hidden = ~((Xc == X) | (np.isnan(Xc) & np.isnan(X)))
+        hidden = changed_entries(Xc, X)
     filled = hidden & ~np.isnan(Xr)
     scale = np.nanstd(X, axis=0) + 1e-12
     with np.errstate(invalid="ignore"):
@@ -556,7 +544,7 @@ def errors(mu: np.ndarray, data: Data, metrics=()) -> dict:
         except Exception as exc:
             if POST_MORTEM:
                 _post_mortem(exc)
-            raise MetricFailed(f"metric {entry.label!r} ({entry.source}): {_where(exc, entry.decl.fn)}",
+            raise MetricFailed(f"metric {entry.label!r} ({entry.source}): {describe_error(exc, entry.decl.fn)}",
                                traceback.format_exc()) from None
         try:
             out[entry.label] = float(value)
@@ -573,9 +561,7 @@ def corruption_distances(X: np.ndarray, Xc: np.ndarray) -> dict:
     i of the clean data): an upper bound on the optimal coupling, exact for
     every built-in adversary that corrupts rows in place.
     """
-    from ..theory import d_entry_bound
-
-    changed = ~((Xc == X) | (np.isnan(Xc) & np.isnan(X)))
+    changed = changed_entries(Xc, X)
     return {
         "d_entry1": float(d_entry_bound(X, Xc, 1)),
         "d_entry_inf": float(d_entry_bound(X, Xc, np.inf)),
