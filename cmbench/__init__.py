@@ -19,11 +19,28 @@ from .hookspecs import hookimpl, hookspec  # noqa: E402
 
 
 def load_plugins(extra=()):
-    """Load built-ins, entry points and ``extra`` plugin paths or modules.
+    """Load every plugin: the built-ins, installed entry points, then ``extra``.
 
-    Returns a `cmbench.plugins.Registry` with dicts ``adversaries``,
-    ``recoverers``, ``estimators``, ``datasets`` and ``metrics`` (name ->
-    declaration). ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD=1`` leaves out entry points.
+    The same registry ``cmbench plugins`` lists and a suite runs with, for
+    notebooks and tests.
+
+    Parameters
+    ----------
+    extra : sequence of str or module, default ()
+        Plugin files (``.py`` paths) or importable module names, as for
+        ``--plugin``, or module objects.
+
+    Returns
+    -------
+    cmbench.plugins.Registry
+        Dicts ``adversaries``, ``recoverers``, ``estimators``, ``datasets`` and
+        ``metrics`` (name -> declaration), and the plugin that declared each.
+        ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD=1`` leaves out entry points.
+
+    Raises
+    ------
+    cmbench.errors.PluginError
+        A plugin cannot be imported or breaks the contract (the message names it).
     """
     from .plugins import load_plugins as _load
 
@@ -31,9 +48,18 @@ def load_plugins(extra=()):
 
 
 def to_frame(cube):
-    """A results cube (Dataset or netCDF path) as a tidy DataFrame, one row per cell.
+    """A results cube as a tidy DataFrame, one row per cell.
 
-    See `cmbench.export.to_frame`.
+    Parameters
+    ----------
+    cube : xarray.Dataset or path-like
+        A cube, or the netCDF file `run_suite` wrote it to.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell, one column per dimension and variable (see
+        `cmbench.export.to_frame`).
     """
     from .export import to_frame as _to_frame
 
@@ -41,11 +67,33 @@ def to_frame(cube):
 
 
 def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=True, **options):
-    """Run a suite file (a shipped name or a path); return its cubes by experiment.
+    """Run a suite, as ``cmbench suite`` does, and return its results cubes.
 
-    With ``report`` (the default), then draw its PDF and HTML reports next to the
-    cubes (`cmbench.report.write_suite_reports`); the other options are those of
-    `cmbench.runner.run_suite`.
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        A shipped suite's name (``"paper"``) or a suite file.
+    out : str or path-like, default "reports"
+        Output folder: cubes go to ``<out>/<suite>/<experiment>.nc``.
+    workers : int, default 1
+        Local worker processes.
+    scheduler : str or None
+        A Dask scheduler address, or ``"local"``, instead of local processes.
+    report : bool, default True
+        Then draw the suite's PDF and HTML reports next to the cubes
+        (`cmbench.report.write_suite_reports`).
+    **options
+        The other options of `cmbench.runner.run_suite` (resume, timeout, ...).
+
+    Returns
+    -------
+    dict of str to xarray.Dataset
+        The cube of each experiment, by experiment name.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        A suite file, plugin, data file or option is wrong (the message says which).
     """
     from .runner import Progress, run_suite as _run
 

@@ -155,6 +155,18 @@ def _twice(probe: Probe, fn: Callable, args: tuple, kwargs_for: Callable[[], dic
     return first
 
 
+def _no_value(probe: Probe, call: _Call, check: str) -> bool:
+    """Record a call that raised (a failure of ``check``) or was undefined (its reason).
+
+    Returns True when the call gave no value whose contract could be checked.
+    """
+    if call.error:
+        probe.fail(check, call.error)
+    elif call.undefined:
+        probe.undefined = call.undefined
+    return bool(call.error or call.undefined)
+
+
 def _array(value: Any) -> Any:
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
         return value[0]  # a recoverer's (X, info)
@@ -207,11 +219,7 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
 
     out = _twice(probe, decl.fn, (X, budget), kwargs)
     shape_check, budget_check, zero_check = CHECKS["adversaries"][:3]
-    if out.error:
-        probe.fail(shape_check, out.error)
-        return probe
-    if out.undefined:
-        probe.undefined = out.undefined
+    if _no_value(probe, out, shape_check):
         return probe
     Y = np.asarray(out.value)
     if Y.shape != X.shape or not np.issubdtype(Y.dtype, np.floating):
@@ -260,11 +268,7 @@ def probe_recoverer(decl: Recoverer, Xc: np.ndarray, seed: int, structure=None, 
     out = _twice(probe, decl.fn, (Xc,),
                  lambda: dict(rng=np.random.default_rng(seed), structure=structure, rank=rank, **params))
     shape_check, keep_check = CHECKS["recoverers"][:2]
-    if out.error:
-        probe.fail(shape_check, out.error)
-        return probe
-    if out.undefined:
-        probe.undefined = out.undefined
+    if _no_value(probe, out, shape_check):
         return probe
     try:
         Xr, _ = check_recovery(out.value, Xc)
@@ -336,11 +340,7 @@ def probe_metric(decl: Metric, mu_hat: np.ndarray, data: Data, params: Optional[
         first = _call(decl.fn, (point, data), params, noise=1)
         if first.modified:
             probe.fail(UNMODIFIED, first.modified)
-        if first.error:
-            probe.fail(value_check, first.error)
-            return probe
-        if first.undefined:
-            probe.undefined = first.undefined
+        if _no_value(probe, first, value_check):
             return probe
         try:
             value = float(first.value)

@@ -344,17 +344,27 @@ def _caches(out: str, suite_name):
     return [Store(folder, out=root) for folder in folders if (folder / ".cache" / MARKER).is_file()]
 
 
-@cache.command("info")
-@click.argument("suite", required=False)
-@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="The output folder of the runs.")
+def _cache_command(name: str):
+    """Declare ``cmbench cache NAME [SUITE] [--out OUT]``."""
+    def declare(fn):
+        fn = click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
+                          help="The output folder of the runs.")(fn)
+        return cache.command(name)(click.argument("suite", required=False)(fn))
+    return declare
+
+
+def _no_cache(out: str, suite) -> str:
+    return f"no stage cache under {out}" + (f" for suite {suite}" if suite else "")
+
+
+@_cache_command("info")
 def cache_info(suite, out) -> None:
     """Size of each suite's stage cache in OUT (or of SUITE's)."""
     from .runner.store import format_size
 
     stores = _caches(out, suite)
     if not stores:
-        click.echo(f"no stage cache under {out}" + (f" for suite {suite}" if suite else ""))
+        click.echo(_no_cache(out, suite))
         return
     rows = []
     for store in stores:
@@ -365,10 +375,7 @@ def cache_info(suite, out) -> None:
     _table(("suite", "units", "matrices", "total", "folder"), rows)
 
 
-@cache.command("clear")
-@click.argument("suite", required=False)
-@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="The output folder of the runs.")
+@_cache_command("clear")
 def cache_clear(suite, out) -> None:
     """Delete the stage cache of SUITE (or of every suite) in OUT; cubes and reports stay."""
     stores = _caches(out, suite)
@@ -380,7 +387,7 @@ def cache_clear(suite, out) -> None:
             store.unlock()
         click.echo(f"{store.root.name}: {n} cache files deleted from {store.cache}")
     if not stores:
-        click.echo(f"no stage cache under {out}" + (f" for suite {suite}" if suite else ""))
+        click.echo(_no_cache(out, suite))
 
 
 def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:

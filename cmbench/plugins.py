@@ -65,13 +65,28 @@ _CALLS = {
 
 
 def autoload_disabled() -> bool:
-    """Whether ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` asks to skip entry-point plugins."""
+    """Whether ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` asks to skip entry-point plugins.
+
+    Returns
+    -------
+    bool
+        True when the variable is set to anything but empty or ``0``.
+    """
     return os.environ.get(AUTOLOAD_ENV, "").strip() not in ("", "0")
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a component came from: the plugin's name and version."""
+    """Where a component came from: the plugin's name and version.
+
+    Attributes
+    ----------
+    plugin : str
+        ``cmbench.<module>`` for a built-in, ``dist:entry-point`` for an
+        installed plugin, the absolute path of a plugin file, or a module name.
+    version : str
+        The plugin's version ("" when it declares none).
+    """
 
     plugin: str
     version: str = ""
@@ -82,7 +97,19 @@ class Source:
 
 @dataclass
 class Registry:
-    """Every loaded component, by kind and name, with the plugin that declared it."""
+    """Every loaded component, by kind and name, with the plugin that declared it.
+
+    Attributes
+    ----------
+    adversaries, recoverers, estimators, datasets, metrics : dict
+        Declaration by name, one dict per kind.
+    sources : dict
+        `Source` of each ``(kind, name)``.
+    plugins : list of Source
+        Every loaded plugin, in loading order.
+    autoload : bool
+        False when ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` left out entry points.
+    """
 
     adversaries: dict = field(default_factory=dict)
     recoverers: dict = field(default_factory=dict)
@@ -94,6 +121,7 @@ class Registry:
     autoload: bool = True  # False when CMBENCH_DISABLE_PLUGIN_AUTOLOAD skipped entry points
 
     def kind(self, kind: str) -> dict:
+        """The declarations of ``kind`` (``"adversaries"``, ...), by name."""
         return getattr(self, kind)
 
     def get(self, kind: str, name: str) -> Component:
@@ -104,6 +132,7 @@ class Registry:
         raise PluginError(f"unknown {SINGULAR[kind]} {name!r}; {choices_hint(name, table)}")
 
     def source(self, kind: str, name: str) -> Source:
+        """The plugin that declared component ``name`` of ``kind``."""
         return self.sources[(kind, name)]
 
 
@@ -262,7 +291,23 @@ def _is_number(x) -> bool:
 def domain_problem(item: Component, key: str, value) -> str:
     """Why ``value`` is not allowed for parameter ``key`` of ``item`` ('' when it is).
 
-    None always passes (it means "the method's own default", e.g. a rank hint).
+    Checks the component's declared ``choices`` and ``ranges``, so that a
+    suite's override is refused when the suite loads, not halfway through a sweep.
+
+    Parameters
+    ----------
+    item : Component
+        The declaration.
+    key : str
+        A parameter name.
+    value : object
+        The proposed value. None always passes (it means "the method's own
+        default", e.g. a rank hint).
+
+    Returns
+    -------
+    str
+        The reason, e.g. ``"0.7 is outside [0.0, 0.5)"``; empty when allowed.
     """
     if value is None:
         return ""
@@ -288,7 +333,26 @@ _CLOSURES = ("[]", "[)", "(]", "()")
 
 
 def check_signature(kind: str, item: Component, params: dict, what: str) -> None:
-    """Raise `PluginError` unless ``item.fn`` accepts the contract's arguments and ``params``."""
+    """Check that ``item.fn`` accepts the contract's arguments and ``params``.
+
+    A callable whose signature cannot be inspected (a builtin) passes.
+
+    Parameters
+    ----------
+    kind : str
+        The component's kind (``"estimators"``, ...): fixes the contract's call.
+    item : Component
+        The declaration.
+    params : dict
+        The keyword parameters it will be called with.
+    what : str
+        How to name the component in the message.
+
+    Raises
+    ------
+    PluginError
+        The signature does not fit; the message shows the expected call.
+    """
     try:
         sig = inspect.signature(item.fn)
     except (TypeError, ValueError):
@@ -379,10 +443,31 @@ def is_file_spec(spec: str | os.PathLike, suffix: str = ".py") -> bool:
 
 def resolve_plugin(spec: str, base: Path | None = None,
                    files: Mapping[str, bytes] | None = None) -> tuple[ModuleType, Source]:
-    """Import a plugin given as a ``.py`` path (relative to ``base``) or a dotted module.
+    """Import a plugin given as a ``.py`` path or a dotted module name.
 
-    ``files`` maps absolute paths of plugin files to their contents: the files
-    shipped with a job, imported from memory on a worker that cannot read them.
+    Parameters
+    ----------
+    spec : str
+        A path (`is_file_spec`), relative to ``base`` when not absolute, or a
+        dotted module name.
+    base : Path or None
+        Folder a relative path is resolved against (a suite file's folder).
+    files : mapping of str to bytes, optional
+        Contents of plugin files by absolute path: the files shipped with a
+        job, imported from memory on a worker that cannot read them.
+
+    Returns
+    -------
+    module : ModuleType
+        The imported plugin.
+    source : Source
+        Its name (the resolved path, or the module name) and version.
+
+    Raises
+    ------
+    PluginError
+        The file does not exist, the module is not found, or importing it
+        raised (the message names the file and line).
     """
     spec = str(spec)
     if is_file_spec(spec):
@@ -412,10 +497,28 @@ def resolve_plugin(spec: str, base: Path | None = None,
 
 def load_plugins(extra: Sequence = (), base: Path | None = None,
                  files: Mapping[str, bytes] | None = None) -> Registry:
-    """Load built-ins, entry points, then ``extra`` (paths, dotted names or module objects).
+    """Load the built-ins, entry points, then ``extra``: the one plugin manager.
 
-    ``files``: plugin files' contents by absolute path, imported from memory
-    (see `resolve_plugin`).
+    Parameters
+    ----------
+    extra : sequence of str or module, default ()
+        Plugin paths, dotted module names or module objects, in order.
+    base : Path or None
+        Folder relative plugin paths are resolved against.
+    files : mapping of str to bytes, optional
+        Plugin files' contents by absolute path, imported from memory (see
+        `resolve_plugin`).
+
+    Returns
+    -------
+    Registry
+        Every component, validated, with the plugin that declared it.
+
+    Raises
+    ------
+    PluginError
+        A plugin cannot be loaded, declares a duplicate name or breaks the
+        contract (the message names the plugin and the component).
     """
     loader = _Loader()
     for name in BUILTIN_MODULES:

@@ -53,13 +53,28 @@ DEFAULT_MAX_GB = 4.0
 
 @dataclass(frozen=True)
 class Entry:
-    """A component chosen in a suite: its label in the cube and its merged params."""
+    """A component chosen in a suite: its label in the cube and its merged params.
+
+    Attributes
+    ----------
+    label : str
+        Its coordinate in the cube (the component's name unless the suite gives one).
+    decl : Component
+        The declaration.
+    params : dict
+        The declaration's defaults updated with the suite's overrides.
+    source : str
+        The declaring plugin's name and version.
+    fingerprint : str
+        Digest of the plugin's file (or its version) and of a data file it
+        reads: an edited file never serves cached results.
+    """
 
     label: str
     decl: Component
     params: dict
-    source: str = ""  # plugin name and version
-    fingerprint: str = ""  # digest of the plugin's file (or its version) and of a data file it reads
+    source: str = ""
+    fingerprint: str = ""
 
     @property
     def name(self) -> str:
@@ -73,6 +88,24 @@ class Entry:
 
 @dataclass(frozen=True)
 class Experiment:
+    """One ``[[experiment]]`` table, resolved: the grid the runner sweeps.
+
+    Attributes
+    ----------
+    name, description : str
+    datasets, instances, adversaries, budgets, recoverers, estimators : tuple
+        The six dimensions of the cube (`Entry` items, instance numbers, budgets).
+    metrics : tuple of str
+        Labels of the metrics the suite lists (what the report plots).
+    methods : dict
+        Method label -> (recoverer label, estimator label), e.g. the paper's
+        "Two-Step-M".
+    claims : tuple of dict
+        Normalized claims (`cmbench.claims.parse_claims`).
+    metric_entries : tuple of Entry
+        Every metric computed: the listed ones, then those always computed.
+    """
+
     name: str
     description: str
     datasets: tuple
@@ -81,34 +114,83 @@ class Experiment:
     budgets: tuple
     recoverers: tuple
     estimators: tuple
-    metrics: tuple  # labels of the metrics the suite lists (what the report plots)
-    methods: dict  # label -> (recoverer label, estimator label)
-    claims: tuple = ()  # normalized claim dicts (cmbench.claims.parse_claims)
-    metric_entries: tuple = ()  # every metric computed: the listed ones, then ALWAYS_METRICS
+    metrics: tuple
+    methods: dict
+    claims: tuple = ()
+    metric_entries: tuple = ()
 
 
 @dataclass(frozen=True)
 class Suite:
+    """A suite file, read and validated against the loaded plugins.
+
+    Attributes
+    ----------
+    name, description : str
+    seed : int
+        The root of every unit's random stream.
+    path : Path
+        The suite file.
+    hash : str
+        Digest of the suite file's bytes (recorded in the cubes).
+    plugins : tuple of str
+        Plugin specs given on top of the suite file (``--plugin``); rebuilding
+        the suite elsewhere needs them.
+    experiments : tuple of Experiment
+    registry : cmbench.plugins.Registry
+        The plugins the suite was validated against.
+    theory_figures : tuple of str
+        Worked examples of the paper the report draws (`cmbench.theory.EXAMPLES`).
+    cache_size : str, int or None
+        The stage cache's cap (``"2GB"``, bytes); checked by the runner.
+    """
+
     name: str
     description: str
     seed: int
     path: Path
     hash: str
-    plugins: tuple  # plugin specs given on top of the suite file (``--plugin``); reloading needs them
+    plugins: tuple
     experiments: tuple
     registry: Registry = field(repr=False, compare=False, default=None)
-    theory_figures: tuple = ()  # worked examples of the paper the report draws (cmbench.theory.EXAMPLES)
-    cache_size: Any = None  # the stage cache's cap ("2GB", bytes); checked by the runner
+    theory_figures: tuple = ()
+    cache_size: Any = None
 
 
 def shipped_suites() -> list[str]:
-    """Names of the suites shipped in the package (``suites/*.toml``)."""
+    """Names of the suites shipped in the package (``suites/*.toml``).
+
+    Returns
+    -------
+    list of str
+        Sorted, without the ``.toml`` suffix.
+    """
     root = importlib.resources.files("cmbench.suites")
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
 def resolve_suite_path(name_or_path: str | Path) -> Path:
-    """A shipped suite name (``paper``) or a path to a TOML file."""
+    """The suite file named by ``name_or_path``: a shipped suite's name or a path.
+
+    A path (`cmbench.plugins.is_file_spec` with suffix ``.toml``, or an
+    existing file) is taken as given; anything else is a shipped suite's name.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        ``"paper"``, or a path to a TOML file.
+
+    Returns
+    -------
+    Path
+        The suite file (absolute for a path).
+
+    Raises
+    ------
+    SuiteError
+        The file does not exist, or no shipped suite has that name (the
+        message suggests the closest).
+    """
     text = str(name_or_path)
     path = Path(text)
     if is_file_spec(text, ".toml") or path.is_file():
@@ -125,15 +207,37 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
 
 def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
                files: Mapping[str, bytes] | None = None, limits: Optional[tuple] = None) -> Suite:
-    """Read, resolve and validate a suite; ``plugins`` are extra plugin specs (``--plugin``).
+    """Read, resolve and validate a suite file against the loaded plugins.
 
-    A plugin file given relative to the working directory is resolved here, so
-    the suite names it by its absolute path wherever it is rebuilt.
+    Every user mistake is found here, before anything runs: unknown keys and
+    names (with a close-match suggestion), parameters outside their declared
+    domain, a grid or data set too large.
 
-    ``files`` maps absolute paths on the client to contents: a suite shipped to
-    a worker (see `cmbench.bundle`) is read from it (the suite file itself,
-    plugin files, data files' digests) instead of the worker's disk, and
-    ``limits`` are the client's `size_limits`.
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A shipped suite's name or a suite file (`resolve_suite_path`).
+    plugins : sequence of str, default ()
+        Extra plugin specs (``--plugin``). A plugin file given relative to the
+        working directory is resolved here, so the suite names it by its
+        absolute path wherever it is rebuilt.
+    files : mapping of str to bytes, optional
+        Contents by absolute path on the client: a suite shipped to a worker
+        (see `cmbench.bundle`) is read from it (the suite file, plugin files,
+        data files' digests) instead of the worker's disk.
+    limits : tuple, optional
+        The client's `size_limits`; default: this machine's.
+
+    Returns
+    -------
+    Suite
+
+    Raises
+    ------
+    SuiteError
+        The file cannot be read or is invalid; the message names the file and key.
+    PluginError
+        A plugin cannot be loaded; the message names the suite file and plugin.
     """
     shipped = files or {}
     if str(name_or_path) in shipped:
@@ -602,6 +706,20 @@ def _no_duplicates(ctx: _Ctx, what: str, values: Sequence) -> None:
 def check_label(ctx: _Ctx, value: Any, what: str) -> str:
     """A suite, experiment or component label: a portable file name, never a path.
 
+    Parameters
+    ----------
+    ctx : _Ctx
+        Where in the suite file the label stands (for the message).
+    value : object
+        The label.
+    what : str
+        What it labels, in the message (``"experiment name"``).
+
+    Returns
+    -------
+    str
+        ``value``, checked.
+
     Raises
     ------
     SuiteError
@@ -621,6 +739,10 @@ def check_label(ctx: _Ctx, value: Any, what: str) -> str:
 
 def size_limits() -> tuple[int, float]:
     """``(max cells, max GB per data array)`` from the environment, else the defaults.
+
+    Returns
+    -------
+    tuple of (int, float)
 
     Raises
     ------
@@ -663,6 +785,14 @@ def _data_size(entry: Entry) -> Optional[tuple[int, int]]:
 
 def check_size(path: Path, experiments: Sequence[Experiment], limits: tuple) -> None:
     """Refuse a suite whose grid or data would not fit, before anything is allocated.
+
+    Parameters
+    ----------
+    path : Path
+        The suite file (for the message).
+    experiments : sequence of Experiment
+    limits : tuple
+        ``(max cells, max GB per data array)``, as `size_limits` returns.
 
     Raises
     ------

@@ -361,7 +361,7 @@ def m_a(A, *, tol: float | None = None, method: str = "auto",
     * ``method="auto"``, when there are at most ``max_subsets`` (k-1)-subsets
       of row directions (parallel rows are merged, zero rows lie in every
       hyperplane and are never removed): enumerate those hyperplanes, batched
-      and vectorized (about 1e5 to 2e5 subsets a second). Exact.
+      and vectorized (throughput in benchmarks/README.md). Exact.
     * otherwise it enumerates removal sets R of size 1, 2, ... (rank drops iff
       the top eigenvalue of U_R U_R^T is 1, U the left singular vectors),
       which is cheap when m_A is small, within the same budget. Exact. (Size
@@ -618,7 +618,7 @@ def disc(M, *, method: str = "auto", exact_max_n: int = 24, n_starts: int = 64,
 
     * ``method="exact"`` (``"auto"`` when n <= ``exact_max_n``): all 2^(n-1)
       vertices up to sign, evaluated by a meet-in-the-middle split whose cross
-      term is a matrix product; n = 24 takes a fraction of a second.
+      term is a matrix product (its time at n = 24: benchmarks/README.md).
     * ``method="local"`` (``"auto"`` beyond): best-improvement single-flip
       ascent from the signs of the leading eigenvectors and ``n_starts`` random
       vertices (``seed``). A lower bound on disc, and always >= sqrt(n).
@@ -733,8 +733,25 @@ def _row_labels(X: np.ndarray, Y: np.ndarray):
 def d_tv_empirical(X, Y) -> float:
     """TV distance between the empirical distributions of X and Y.
 
-    1 - sum over distinct rows v of min(count_X(v)/N_X, count_Y(v)/N_Y); rows
-    are compared NaN-aware. X is (N_X, n), Y is (N_Y, n).
+    1 - sum over distinct rows v of min(count_X(v)/N_X, count_Y(v)/N_Y): the
+    fraction of samples a sample-level (A1) adversary must change to turn one
+    sample into the other, against which d_ENTRY is compared (Section sec:dentry).
+
+    Parameters
+    ----------
+    X : array_like of shape (N_X, n)
+    Y : array_like of shape (N_Y, n)
+        Rows are compared NaN-aware (a NaN equals a NaN).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Raises
+    ------
+    ValueError
+        X and Y are not 2-D with the same n, or one of them is empty.
     """
     X, Y = _samples(X, Y, same_size=False)
     lx, ly, L = _row_labels(X, Y)
@@ -929,12 +946,25 @@ def thresholds(A, **m_a_kwargs) -> dict[str, float]:
       coordinate at or above it (Lemma lemma:metaUnknownA3).
 
     Lemma lm:recovery_rho assumes A of full column rank; m_A uses the rank
-    of A either way. ``m_a_kwargs`` go to `m_a`.
+    of A either way.
+
+    Parameters
+    ----------
+    A : array_like of shape (n, r)
+        The structure.
+    **m_a_kwargs
+        Passed to `m_a`.
 
     Returns
     -------
-    dict with the keys of `THRESHOLD_LABELS`; values in [0, 1], ordered
-    rho_learn <= rho_unlearnable and m_a/4n <= m_a/2n <= 1/2.
+    dict of str to float
+        The keys of `THRESHOLD_LABELS`; values in [0, 1], ordered
+        rho_learn <= rho_unlearnable and m_a/4n <= m_a/2n <= 1/2.
+
+    Raises
+    ------
+    ValueError
+        As `m_a`.
     """
     A = _validated_matrix(A)
     n = A.shape[0]
@@ -949,9 +979,21 @@ def thresholds(A, **m_a_kwargs) -> dict[str, float]:
 
 
 def rho_learn(n: int, m: int) -> float:
-    """(m-1)/(n+(m-1)(m-2)): the A2 budget below which Lemma lm:recovery_rho
-    (and Theorem thm:metaUnknownA2) guarantee an unknown structure is learnable,
-    for n coordinates and m_A = m."""
+    """(m-1)/(n+(m-1)(m-2)): the A2 budget below which an unknown structure is learnable.
+
+    The bound of Lemma lm:recovery_rho (and Theorem thm:metaUnknownA2).
+
+    Parameters
+    ----------
+    n : int
+        Coordinates.
+    m : int
+        m_A of the structure.
+
+    Returns
+    -------
+    float
+    """
     return (m - 1) / (n + (m - 1) * (m - 2))
 
 
@@ -974,7 +1016,19 @@ def general_position_m_a(A) -> int:
 
 
 def general_position_label(n_minus_r_plus_1: int, m: int) -> str:
-    """Legend label of `rho_learn` at m_A = n - r + 1, for an A whose m_A is ``m``."""
+    """Legend label of `rho_learn` at m_A = n - r + 1, for an A whose m_A is ``m``.
+
+    Parameters
+    ----------
+    n_minus_r_plus_1 : int
+        `general_position_m_a` of the structure.
+    m : int
+        Its actual m_A.
+
+    Returns
+    -------
+    str
+    """
     return (f"(m_A-1)/(n+(m_A-1)(m_A-2)) at m_A = n-r+1 = {n_minus_r_plus_1}, as Lemma 3 "
             f"assumes (this A has m_A = {m})")
 

@@ -54,6 +54,14 @@ def _as_data(X: np.ndarray) -> np.ndarray:
     return out
 
 
+def _copy_and_count(X: np.ndarray, budget: float, unit: str) -> tuple[np.ndarray, int]:
+    """A float64 copy of X and what ``budget`` buys of it: ``floor(budget * N)`` for
+    ``unit="rows"`` (A1 rows, A2 entries per column), ``floor(budget * N * n)`` for
+    ``unit="entries"`` (A3)."""
+    out = _as_data(X)
+    return out, budget_count(budget, out.shape[0] if unit == "rows" else out.size)
+
+
 def _centered(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(X - column means) with NaN set to 0 (mean imputation), and the means.
 
@@ -214,10 +222,10 @@ def hide_smallest(X: np.ndarray, budget: float, *, rng=None, structure=None) -> 
 
     Returns
     -------
-    (N, n) float array with the chosen entries set to NaN.
+    ndarray of shape (N, n)
+        The smallest visible values of each column hidden (NaN).
     """
-    out = _as_data(X)
-    k = budget_count(budget, out.shape[0])
+    out, k = _copy_and_count(X, budget, "rows")
     if k == 0:
         return out
     out[_tail_mask(out, np.full(out.shape[1], k), largest=False)] = np.nan
@@ -241,10 +249,10 @@ def hide_random(X: np.ndarray, budget: float, *, rng=None, structure=None) -> np
 
     Returns
     -------
-    (N, n) float array with the chosen entries set to NaN.
+    ndarray of shape (N, n)
+        A random draw of visible entries per column hidden (NaN).
     """
-    out = _as_data(X)
-    k = budget_count(budget, out.shape[0])
+    out, k = _copy_and_count(X, budget, "rows")
     if k == 0:
         return out
     keys = np.random.default_rng(rng).random(out.shape)
@@ -274,10 +282,10 @@ def replace_values(X: np.ndarray, budget: float, *, rng=None, structure=None,
 
     Returns
     -------
-    (N, n) float array; replaced entries are finite.
+    ndarray of shape (N, n)
+        The largest values of each column moved ``shift`` standard deviations further out.
     """
-    out = _as_data(X)
-    k = budget_count(budget, out.shape[0])
+    out, k = _copy_and_count(X, budget, "rows")
     if k == 0:
         return out
     mask = _tail_mask(out, np.full(out.shape[1], k), largest=True)
@@ -311,10 +319,10 @@ def hide_samples(X: np.ndarray, budget: float, *, rng=None, structure=None,
 
     Returns
     -------
-    (N, n) float array with the chosen rows set to NaN.
+    ndarray of shape (N, n)
+        The chosen rows entirely NaN.
     """
-    out = _as_data(X)
-    k = budget_count(budget, out.shape[0])
+    out, k = _copy_and_count(X, budget, "rows")
     if k == 0:
         return out
     rows = _extreme_rows(out, k, side)[0]
@@ -351,10 +359,10 @@ def replace_samples(X: np.ndarray, budget: float, *, rng=None, structure=None,
 
     Returns
     -------
-    (N, n) float array with the chosen rows replaced.
+    ndarray of shape (N, n)
+        The chosen rows replaced by finite cluster points.
     """
-    out = _as_data(X)
-    k = budget_count(budget, out.shape[0])
+    out, k = _copy_and_count(X, budget, "rows")
     if k == 0:
         return out
     rows, v, s, Xc, mu = _extreme_rows(out, k, side)
@@ -403,15 +411,15 @@ def hide_tail(X: np.ndarray, budget: float, *, rng=None, structure=None,
 
     Returns
     -------
-    (N, n) float array with the chosen entries set to NaN.
+    ndarray of shape (N, n)
+        The tails of the highest-variance columns hidden (NaN).
     """
     if side not in ("largest", "smallest"):
         raise ValueError(f"side must be 'largest' or 'smallest', got {side!r}")
-    out = _as_data(X)
-    N, n = out.shape
-    total = budget_count(budget, N * n)
+    out, total = _copy_and_count(X, budget, "entries")
     if total == 0:
         return out
+    N, n = out.shape
     Xc, _ = _centered(out)
     visible = (~np.isnan(out)).sum(axis=0)
     var = (Xc ** 2).sum(axis=0) / np.maximum(visible, 1)
@@ -457,10 +465,11 @@ def hide_structured(X: np.ndarray, budget: float, *, rng=None, structure=None,
 
     Returns
     -------
-    (N, n) float array with the chosen entries set to NaN.
+    ndarray of shape (N, n)
+        The m_A critical coordinates of every chosen sample set to NaN.
     """
-    out = _as_data(X)
-    if budget_count(budget, out.size) == 0:
+    out, total = _copy_and_count(X, budget, "entries")
+    if total == 0:
         return out
     rows, cols, _, _, _ = _structure_plan(out, budget, structure, side, rank, explained)
     out[np.ix_(rows, cols)] = np.nan
@@ -496,10 +505,11 @@ def replace_structured(X: np.ndarray, budget: float, *, rng=None, structure=None
 
     Returns
     -------
-    (N, n) float array; replaced entries are finite.
+    ndarray of shape (N, n)
+        The chosen samples moved along the hidden direction; all finite.
     """
-    out = _as_data(X)
-    if budget_count(budget, out.size) == 0:
+    out, total = _copy_and_count(X, budget, "entries")
+    if total == 0:
         return out
     rows, cols, v, Xc, A = _structure_plan(out, budget, structure, side, rank, explained)
     if rows.size == 0:

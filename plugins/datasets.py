@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import warnings
 from pathlib import Path
 from typing import Optional, Sequence
@@ -742,7 +743,17 @@ _REAL_PARAMS = {"standardize": True, "ddof": 0}
 _CC_BY = "CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/), as UCI lists it"
 
 
-def _shipped(file: str, derive, **about: str) -> cmbench.ShippedTable:
+def _uci_table(file: str, derive, *, uci_id: int, title: str, doi: str, authors: str, derivation: str,
+               credit: str = "") -> cmbench.ShippedTable:
+    """The shipped table ``file`` of a UCI data set, with UCI's citation and licence.
+
+    ``authors`` is the citation's "Names (year)"; ``credit`` follows the DOI when UCI asks for more.
+    """
+    slug = re.sub(r"[()]", "", title).lower().replace(" ", "+")
+    about = {"title": f"{title} (UCI id {uci_id})", "source": f"https://archive.ics.uci.edu/dataset/{uci_id}/{slug}",
+             "doi": doi, "licence": _CC_BY,
+             "attribution": f"{authors}. {title} [Dataset]. UCI Machine Learning Repository. {doi}{credit}",
+             "derivation": derivation}
     return cmbench.ShippedTable(str(TABLES / file), derive, about)
 
 
@@ -752,12 +763,9 @@ LEAF = cmbench.Dataset(
     shape=(340, 14), rank=3, folder="leaf",
     files=_files(lambda p: f"{UCI}/00288/leaf.zip#{p}",
                  {"leaf.csv": "9d372307705b6be3cb6d7d99045a65517d7d89124e620197656d97c08a41537e"}),
-    table=_shipped(
-        "leaf.npz", derive_leaf,
-        title="Leaf (UCI id 288)", source="https://archive.ics.uci.edu/dataset/288/leaf",
-        doi="https://doi.org/10.24432/C53C78", licence=_CC_BY,
-        attribution="Silva, P. & Marcal, A. (2013). Leaf [Dataset]. UCI Machine Learning Repository. "
-                    "https://doi.org/10.24432/C53C78",
+    table=_uci_table(
+        "leaf.npz", derive_leaf, uci_id=288, title="Leaf", doi="https://doi.org/10.24432/C53C78",
+        authors="Silva, P. & Marcal, A. (2013)",
         derivation="leaf.csv (no header), columns 3-16 as float64; the species and specimen "
                    "columns are dropped"),
 )
@@ -771,14 +779,10 @@ BREAST_CANCER = cmbench.Dataset(
     files=_files(lambda p: f"{UCI}/breast-cancer-wisconsin/{p}",
                  {"breast-cancer-wisconsin.data":
                   "402c585309c399237740f635ef9919dc512cca12cbeb20de5e563a4593f22b64"}),
-    table=_shipped(
-        "breast-cancer.npz", derive_breast_cancer,
-        title="Breast Cancer Wisconsin (Original) (UCI id 15)",
-        source="https://archive.ics.uci.edu/dataset/15/breast+cancer+wisconsin+original",
-        doi="https://doi.org/10.24432/C5HP4Z", licence=_CC_BY,
-        attribution="Wolberg, W. (1992). Breast Cancer Wisconsin (Original) [Dataset]. UCI Machine "
-                    "Learning Repository. https://doi.org/10.24432/C5HP4Z. Data from Dr. William H. "
-                    "Wolberg, University of Wisconsin Hospitals, Madison",
+    table=_uci_table(
+        "breast-cancer.npz", derive_breast_cancer, uci_id=15, title="Breast Cancer Wisconsin (Original)",
+        doi="https://doi.org/10.24432/C5HP4Z", authors="Wolberg, W. (1992)",
+        credit=". Data from Dr. William H. Wolberg, University of Wisconsin Hospitals, Madison",
         derivation="breast-cancer-wisconsin.data (no header), columns 2-11 (9 features and the "
                    "class) as float64, '?' as NaN; the sample code number is dropped"),
 )
@@ -788,13 +792,10 @@ BLOOD_TRANSFUSION = cmbench.Dataset(
     shape=(748, 5), rank=3, folder="blood_transfusion",
     files=_files(lambda p: f"{UCI}/blood-transfusion/{p}",
                  {"transfusion.data": "96c8e1091b9c037bcaf25a19b24b49d07771cd88689ffd273e056e9e8845ffe7"}),
-    table=_shipped(
-        "blood-transfusion.npz", derive_blood_transfusion,
-        title="Blood Transfusion Service Center (UCI id 176)",
-        source="https://archive.ics.uci.edu/dataset/176/blood+transfusion+service+center",
-        doi="https://doi.org/10.24432/C5GS39", licence=_CC_BY,
-        attribution="Yeh, I-Cheng (2008). Blood Transfusion Service Center [Dataset]. UCI Machine "
-                    "Learning Repository. https://doi.org/10.24432/C5GS39",
+    table=_uci_table(
+        "blood-transfusion.npz", derive_blood_transfusion, uci_id=176,
+        title="Blood Transfusion Service Center", doi="https://doi.org/10.24432/C5GS39",
+        authors="Yeh, I-Cheng (2008)",
         derivation="transfusion.data (one header row), all 5 columns as float64, the header as "
                    "column names"),
 )
@@ -805,16 +806,10 @@ WEARABLE_SENSOR = cmbench.Dataset(
     description="UCI batteryless wearable sensor, room S1 without d1p01M: 52,081 x 9, standardized (rank hint 4)",
     shape=(52081, 9), rank=4, folder="wearable_sensor",
     files=_files(lambda p: f"{UCI}/00427/Datasets_Healthy_Older_People.zip#{p}", _WEARABLE_SHA256),
-    table=_shipped(
-        "wearable-sensor.npz", derive_wearable_sensor,
-        title="Activity recognition with healthy older people using a batteryless wearable sensor "
-              "(UCI id 427)",
-        source="https://archive.ics.uci.edu/dataset/427/activity+recognition+with+healthy+older+"
-               "people+using+a+batteryless+wearable+sensor",
-        doi="https://doi.org/10.24432/C5GG6B", licence=_CC_BY,
-        attribution="Torres, R., Visvanathan, R. & Ranasinghe, D. (2016). Activity recognition with "
-                    "healthy older people using a batteryless wearable sensor [Dataset]. UCI Machine "
-                    "Learning Repository. https://doi.org/10.24432/C5GG6B",
+    table=_uci_table(
+        "wearable-sensor.npz", derive_wearable_sensor, uci_id=427,
+        title="Activity recognition with healthy older people using a batteryless wearable sensor",
+        doi="https://doi.org/10.24432/C5GG6B", authors="Torres, R., Visvanathan, R. & Ranasinghe, D. (2016)",
         derivation="the 87 trial files of S1_Dataset and S2_Dataset (no header) concatenated in "
                    "file-name order as float64 (75,128 x 9), with each row's trial file"),
 )
@@ -829,13 +824,9 @@ MICE_PROTEIN = cmbench.Dataset(
     shape=(1080, 77), rank=10, folder="mice_protein",
     files=_files(lambda p: f"{UCI}/00342/{p}",
                  {"Data_Cortex_Nuclear.xls": "8459fda0b8b2157fd3a45196c630bc2010f45c4f1f2f088fe35210c348cfd00a"}),
-    table=_shipped(
-        "mice-protein.npz", derive_mice_protein,
-        title="Mice Protein Expression (UCI id 342)",
-        source="https://archive.ics.uci.edu/dataset/342/mice+protein+expression",
-        doi="https://doi.org/10.24432/C50S3Z", licence=_CC_BY,
-        attribution="Higuera, C., Gardiner, K. & Cios, K. (2015). Mice Protein Expression [Dataset]. "
-                    "UCI Machine Learning Repository. https://doi.org/10.24432/C50S3Z",
+    table=_uci_table(
+        "mice-protein.npz", derive_mice_protein, uci_id=342, title="Mice Protein Expression",
+        doi="https://doi.org/10.24432/C50S3Z", authors="Higuera, C., Gardiner, K. & Cios, K. (2015)",
         derivation="Data_Cortex_Nuclear.xls (sheet 1, read with calamine), the 77 protein columns "
                    "2-78 as float64, empty cells as NaN"),
 )

@@ -104,26 +104,46 @@ def _robust_location_scale(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return center, scale
 
 
+# ----------------------------------------------------------------- docstrings
+
+_COORDINATE_WISE = dict(X="Missing entries are NaN; each column uses its visible entries.",
+                        undefined="When a column has no visible entry (the message names its index).")
+_COMPLETE_ROWS = dict(X="Rows holding a NaN are dropped; the complete rows are used.",
+                      undefined="When no row is complete.")
+
+
+def _contract_doc(*, X: str, undefined: str, rng: str = "Unused: the estimate is deterministic."):
+    """Complete an estimator's docstring with the sections every estimator shares.
+
+    ``X`` and ``rng`` are put first in its Parameters section (the function's
+    own docstring lists only its own parameters), and Returns and Raises are
+    appended: written once, here, with what differs between estimators (how
+    NaN entries are used, when the estimate is undefined) passed in.
+    """
+    shared = ("    X : ndarray of shape (N, n)\n        The sample, not modified. " + X + "\n"
+              "    rng : numpy.random.Generator or None\n        " + rng + "\n")
+    tail = ("\n    Returns\n    -------\n    ndarray of shape (n,)\n        The estimate of the mean; finite.\n"
+            "\n    Raises\n    ------\n    cmbench.Undefined\n        " + undefined + "\n    ")
+
+    def document(fn):
+        if fn.__doc__ is None:  # python -OO strips docstrings
+            return fn
+        head = "    Parameters\n    ----------\n"
+        doc = fn.__doc__.rstrip() + "\n"
+        doc = doc.replace(head, head + shared) if head in doc else doc + "\n" + head + shared
+        fn.__doc__ = doc + tail
+        return fn
+
+    return document
+
+
 # ----------------------------------------------------- coordinate-wise ones
 
 
+@_contract_doc(**_COORDINATE_WISE)
 def empirical_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Empirical Mean (the paper's baseline): per coordinate, the mean of the
     visible entries, exactly ``np.nanmean(X, axis=0)``.
-
-    Parameters
-    ----------
-    X : (N, n) float array, NaN = missing.
-    rng : unused (deterministic).
-
-    Returns
-    -------
-    (n,) float array.
-
-    Raises
-    ------
-    cmbench.Undefined
-        When a column has no visible entry (the message names its index).
     """
     X = _matrix(X)
     missing, counts = _visible_counts(X, "mean")
@@ -133,46 +153,20 @@ def empirical_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> 
     return _finite(total / counts, "mean")
 
 
+@_contract_doc(X=_COMPLETE_ROWS["X"], undefined="When no row is complete (the paper: "
+               "\"we do not report results ... because all samples get filtered\").")
 def sanitized_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Data Sanitization (the paper's baseline): drop every row with a missing
     entry, then take the mean of the remaining complete rows.
-
-    Parameters
-    ----------
-    X : (N, n) float array, NaN = missing.
-    rng : unused (deterministic).
-
-    Returns
-    -------
-    (n,) float array.
-
-    Raises
-    ------
-    cmbench.Undefined
-        When no row is complete (the paper: "we do not report results ...
-        because all samples get filtered").
     """
     return _finite(_complete_rows(X, "sanitize").mean(axis=0), "sanitize")
 
 
+@_contract_doc(**_COORDINATE_WISE)
 def coordinate_median(X: np.ndarray, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Coordinate-wise Median (the paper's C-Median): per coordinate, the
     median of the visible entries (the mean of the two middle ones for an even
     count), equal to ``np.nanmedian(X, axis=0)``.
-
-    Parameters
-    ----------
-    X : (N, n) float array, NaN = missing.
-    rng : unused (deterministic).
-
-    Returns
-    -------
-    (n,) float array.
-
-    Raises
-    ------
-    cmbench.Undefined
-        When a column has no visible entry.
     """
     X = _matrix(X)
     missing, counts = _visible_counts(X, "cmedian")
@@ -189,6 +183,7 @@ def coordinate_median(X: np.ndarray, *, rng: np.random.Generator | None = None) 
     return _finite(out, "cmedian")
 
 
+@_contract_doc(**_COORDINATE_WISE)
 def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
                  proportion: float = 0.1) -> np.ndarray:
     """Coordinate-wise trimmed mean: per column, cut ``floor(proportion * k)``
@@ -200,18 +195,7 @@ def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
     Parameters
     ----------
-    X : (N, n) float array, NaN = missing.
-    rng : unused (deterministic).
     proportion : fraction cut from each end, in [0, 0.5).
-
-    Returns
-    -------
-    (n,) float array.
-
-    Raises
-    ------
-    cmbench.Undefined
-        When a column has no visible entry.
     """
     if not 0.0 <= proportion < 0.5:
         raise ValueError(f"trimmed-mean: proportion must be in [0, 0.5), got {proportion}")
@@ -231,6 +215,7 @@ def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
 # -------------------------------------------------------- multivariate ones
 
 
+@_contract_doc(**_COMPLETE_ROWS)
 def geometric_median(X: np.ndarray, *, rng: np.random.Generator | None = None,
                      tol: float = 1e-7, max_iter: int = 500) -> np.ndarray:
     """Geometric (spatial) median of the complete rows, by Weiszfeld's
@@ -246,20 +231,9 @@ def geometric_median(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
     Parameters
     ----------
-    X : (N, n) float array; rows holding NaN are dropped.
-    rng : unused (deterministic).
     tol : stop when a step is shorter than ``tol`` times the median distance
         of the points to the start (a relative, scale-free tolerance).
     max_iter : iteration cap, O(N n) each.
-
-    Returns
-    -------
-    (n,) float array.
-
-    Raises
-    ------
-    cmbench.Undefined
-        When no row is complete.
     """
     Y = _complete_rows(X, "geometric-median")
     y = _by_columns(Y, lambda B: np.median(B, axis=0))
@@ -318,7 +292,7 @@ class _Standardized:
 
 def _projections(Z, U: np.ndarray):
     """Yield ``(start, P)`` per block of directions: ``P = (Z @ U_block).T``,
-    (block, N) C-ordered, so the (N, block) array stays under ~32 MB. Z is an
+    (block, N) C-ordered, of at most `cmbench.theory.BLOCK_ELEMENTS` entries. Z is an
     array or a `_Standardized`."""
     block = max(1, BLOCK_ELEMENTS // Z.shape[0])
     for start in range(0, U.shape[1], block):
@@ -331,8 +305,8 @@ def _projection_order_stats(Z: np.ndarray, U: np.ndarray, ranks: np.ndarray) -> 
 
     ``Z`` is (N, n), ``U`` (n, K) and ``ranks`` 0-based ranks (R,). Returns
     (K, R): entry (k, j) is the ``ranks[j]``-th smallest of ``Z @ U[:, k]``.
-    One sort per block of directions (NumPy's vectorized sort beats
-    ``np.partition`` even for a handful of ranks).
+    One sort per block of directions, rather than ``np.partition`` per rank
+    (slower even for a handful of ranks: benchmarks/README.md).
     """
     out = np.empty((U.shape[1], ranks.size))
     for start, P in _projections(Z, U):
@@ -408,6 +382,7 @@ def _deepest(U: np.ndarray, levels: np.ndarray, lo: np.ndarray, hi: np.ndarray):
     return best
 
 
+@_contract_doc(**_COMPLETE_ROWS, rng="Draws the directions (deterministic for a fixed generator state).")
 def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
                  directions: int = 256, grid: int = 64) -> np.ndarray:
     """Approximate Tukey (halfspace) median of the complete rows.
@@ -423,9 +398,8 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     estimate is the Chebyshev centre (one LP) of the deepest non-empty
     ``D_m``, found by binary search on m. The candidates are thus all of R^n,
     not only the data points: a centroid of the deepest *data points* is
-    much noisier (in 5-D few points lie near the centre; on clean Gaussian
-    data it erred ~6x more than the mean). In one dimension this is exactly
-    the sample median.
+    much noisier (in 5-D few points lie near the centre). In one dimension
+    this is exactly the sample median.
 
     Directions are drawn uniformly in coordinates centred at the
     coordinate-wise median and scaled by the MAD, so the result does not
@@ -442,20 +416,9 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
 
     Parameters
     ----------
-    X : (N, n) float array; rows holding NaN are dropped.
-    rng : draws the directions (deterministic for a fixed generator state).
     directions : number K of random directions (at least n are drawn), used
         beside the n coordinate axes.
     grid : number of coarse depth levels when N K is large.
-
-    Returns
-    -------
-    (n,) float array.
-
-    Raises
-    ------
-    cmbench.Undefined
-        When no row is complete.
     """
     Y = _complete_rows(X, "tukey")
     N, n = Y.shape
@@ -576,6 +539,7 @@ def _robust_covariance(Y: np.ndarray, keep: float, steps: int = 3) -> tuple[np.n
     return center, C
 
 
+@_contract_doc(**_COMPLETE_ROWS, rng="Unused: the thresholded filter is deterministic.")
 def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
                 eps: float = 0.1, C: float = 3.0, cher: float = 2.5, tau: float = 0.1,
                 max_iter: int = 100) -> np.ndarray:
@@ -615,22 +579,11 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
     Parameters
     ----------
-    X : (N, n) float array; rows holding NaN are dropped.
-    rng : unused (the thresholded filter is deterministic).
     eps : assumed fraction of corrupted rows, in (0, 0.5).
     C : constant of the stopping eigenvalue bound.
     cher : constant of the tail bound (the reference code's 2.5).
     tau : failure probability in the slack term.
     max_iter : cap on the filtering rounds.
-
-    Returns
-    -------
-    (n,) float array.
-
-    Raises
-    ------
-    cmbench.Undefined
-        When no row is complete.
     """
     if not 0.0 < eps < 0.5:
         raise ValueError(f"filter: eps must be in (0, 0.5), got {eps}")

@@ -2,6 +2,9 @@
 
 Registered through ``register_metrics`` exactly as a third party's metric is;
 a suite's ``metrics = [...]`` names them and the cube holds one variable each.
+Each is ``fn(mu_hat, data) -> float``: ``mu_hat`` is an estimator's (n,)
+estimate and ``data`` the `cmbench.Data` it was computed from (its true mean
+and, when known, covariance); the value is 0 at the true mean and >= 0 elsewhere.
 """
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ Candidates are boolean masks (plus planted values for replacements) over the
 (N, n) sample; identical candidates are evaluated once (a cache keyed by the
 mask's bytes), so the budget buys distinct corruptions only.
 
-Choices the issue leaves open (all parameters):
+Choices of this search (each a parameter):
 
 * Non-finite errors. ``pipeline`` may return NaN or inf (or raise
   `cmbench.Undefined`) when the corruption breaks it, e.g. every row of a
@@ -732,6 +732,8 @@ class _Mover:
 
 @dataclass
 class LocalStats:
+    """Counts of a `local_search`: moves proposed, accepted (not worse) and improving."""
+
     proposals: int = 0
     accepted: int = 0
     improved: int = 0
@@ -748,10 +750,27 @@ def local_search(prob: Problem, evaluator: Evaluator, start: Candidate, start_sc
     already evaluated cost no call; the search also stops after 20 proposals
     per call left, or as soon as the pipeline is broken (``breaks="max"``).
 
+    Parameters
+    ----------
+    prob : Problem
+        The clean sample, level, mode and budget.
+    evaluator : Evaluator
+        Scores candidates; its call limit ends the search.
+    start : Candidate
+        The incumbent to climb from (the best portfolio candidate).
+    start_score : tuple
+        Its score.
+    rng : numpy.random.Generator
+        Draws the moves.
+
     Returns
     -------
-    The best candidate, its score, and counts of proposals, accepted and
-    improving moves.
+    best : Candidate
+        The best candidate seen.
+    score : tuple
+        Its score.
+    stats : LocalStats
+        Counts of proposals, accepted and improving moves.
     """
     mover = _Mover(prob, rng)
     cur, cur_s = start, start_score
@@ -867,7 +886,18 @@ def search_worst_case(X: np.ndarray, budget: float, *, level: str, mode: str, rn
 
 def worst_case(X: np.ndarray, budget: float, *, level: str, mode: str, rng=None, structure=None,
                pipeline=None, **params) -> np.ndarray:
-    """`search_worst_case`'s corrupted sample (N, n) alone."""
+    """`search_worst_case`'s corrupted sample alone.
+
+    Parameters
+    ----------
+    X, budget, level, mode, rng, structure, pipeline, **params
+        As for `search_worst_case`.
+
+    Returns
+    -------
+    ndarray of shape (N, n)
+        The corrupted sample.
+    """
     return search_worst_case(X, budget, level=level, mode=mode, rng=rng, structure=structure,
                              pipeline=pipeline, **params).X
 
