@@ -8,6 +8,12 @@ separately, so that one defect gives one failed check with its reason.
 The same per-input probes (`probe_estimator`, `probe_adversary`,
 `probe_recoverer`, `probe_dataset`, `probe_metric`) back the property tests of
 the built-ins, which feed them random inputs instead of the fixed cases here.
+Each probe takes the declaration ``decl``, one input, a ``seed`` for the
+component's rng and optional ``params`` (default: the declared ones); it calls
+the component twice, with equal rngs and different global random states, and
+returns a `Probe`: ``value`` the checked output (None when the call raised),
+``problems`` the failed checks with their reasons, ``undefined`` the reason of
+a `cmbench.Undefined` or `cmbench.NotApplicable`.
 The output checks themselves are the runner's (`cmbench.runner.units`), so a
 component that passes here is never recorded as a failed cell for breaking
 the contract.
@@ -440,7 +446,23 @@ def recoverer_cases(decl: Recoverer, seed: int = 0) -> list[tuple[str, np.ndarra
 # ------------------------------------------------------------------ checking components
 
 def check_component(kind: str, decl: Component, seed: int = 0) -> list[Result]:
-    """Every check of ``kind`` on component ``decl``, one `Result` each."""
+    """Every check of ``kind`` on component ``decl``, over the generated cases of its kind.
+
+    Parameters
+    ----------
+    kind : str
+        ``"estimators"``, ``"adversaries"``, ``"recoverers"``, ``"datasets"`` or ``"metrics"``.
+    decl : Component
+        The declaration to check.
+    seed : int, default 0
+        Seed of the generated inputs and of the component's rng.
+
+    Returns
+    -------
+    list of Result
+        One per check of `CHECKS` ``[kind]``, in order: FAIL with the first
+        case's reason, SKIP when every case was undefined, else PASS.
+    """
     failures: dict = {}  # check -> first reason
     skipped: list = []
 
@@ -538,7 +560,17 @@ def _plugin_label(registry: Registry, spec: str) -> str:
 
 
 def load_for_check(plugins: Sequence[str] = ()) -> Registry:
-    """Load the built-ins, entry points and the ``plugins`` not already loaded under their name."""
+    """Load the built-ins, entry points and the ``plugins`` not already loaded under their name.
+
+    Parameters
+    ----------
+    plugins : sequence of str
+        Plugin specs as for ``--plugin``, or a loaded plugin's name (``cmbench.estimators``).
+
+    Returns
+    -------
+    Registry
+    """
     registry = load_plugins(())
     known = {s.plugin for s in registry.plugins}
     extra = [p for p in plugins if str(p) not in known and not str(p).startswith("cmbench.builtins.")]

@@ -22,8 +22,8 @@ Real (Table tab:dataset; files from UCI, checked by SHA-256)
 User data
     ``csv``: ``{name = "csv", label = "my-data", path = "data.csv", columns = [...], rank = 5}``.
 
-Download locations are UCI's classic ``machine-learning-databases`` URLs (best
-knowledge; the machines that built this are offline). Leaf and the wearable
+Download locations are UCI's classic ``machine-learning-databases`` URLs (not
+checked against the live site: the tests run offline). Leaf and the wearable
 sensor data are only distributed as zips, so their URLs name a zip member
 (``ARCHIVE#MEMBER``, see `cmbench.data`).
 """
