@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import xarray as xr
 
-from .. import __version__
+from ..version import __version__
 from . import significance, tables
 from .figures import thresholds_for
 from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_TEXT, STATUSES, Cube, load_cubes, summarize

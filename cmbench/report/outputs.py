@@ -25,7 +25,7 @@ PAGES = "pages"
 def code_digest() -> str:
     """Size and modification time of the report package's modules and cmbench's version:
     an edited report module redraws."""
-    from .. import __version__
+    from ..version import __version__
 
     h = hashlib.sha256(__version__.encode())
     for path in sorted(Path(__file__).resolve().parent.glob("*.py")):

@@ -13,7 +13,7 @@ import matplotlib
 import xarray as xr
 from matplotlib.backends.backend_pdf import PdfPages
 
-from .. import __version__
+from ..version import __version__
 from ..errors import UserError
 from ..output import follow_umask, writable_folder
 from . import claims, figures, pagecache, recovery, significance, stress, tables, theory_pages
