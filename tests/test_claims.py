@@ -189,7 +189,7 @@ def test_claim_mistakes_name_file_and_key(write_suite, change, key, match):
     with pytest.raises(SuiteError, match=match) as err:
         load_suite(path)
     assert str(path) in str(err.value)
-    assert f"key 'experiment[0]." in str(err.value)
+    assert "key 'experiment[0]." in str(err.value)
     import re
     assert re.search(key, str(err.value)), str(err.value)
 

@@ -4,7 +4,6 @@ import sys
 
 import numpy as np
 import pytest
-import xarray as xr
 
 from cmbench import cube as cubes
 from cmbench.report.summary import summary_lines

@@ -1,6 +1,6 @@
 """A test plugin whose estimators end the process or raise what is not an Exception."""
 import os
-import numpy as np, cmbench
+import cmbench
 
 class Escape(BaseException):
     """Not an Exception: a careless plugin's own control-flow signal."""
