@@ -244,4 +244,13 @@ def test_report_has_the_claims_page_and_convergence_counts(tmp_path):
     assert any(p.lstrip().startswith("The paper's claims") for p in pages)
     assert "holds" in text and "fails" in text
     assert squash("none: converged in 2 of 16 recoveries") in text
-    assert squash("stopping rule: tol = 1e-06, max_iter = 100") in text
+    assert squash("stopping rule: tol = 1e-06, max_iter = 100.") in text
+
+
+def test_stopping_rule_names_limit_jumps_only_when_on():
+    from cmbench.report.claims import stopping_rule
+
+    assert stopping_rule({"tol": 1e-10, "max_iter": 100, "limit_jumps": False}) == "tol = 1e-10, max_iter = 100"
+    assert stopping_rule({"tol": 1e-10, "max_iter": 100, "limit_jumps": True}).startswith(
+        "tol = 1e-10, max_iter = 100, limit_jumps on")
+    assert stopping_rule({"memory": 5}) == ""

@@ -83,8 +83,14 @@ def convergence_lines(cube: Cube) -> list[str]:
 
 
 def stopping_rule(params: dict) -> str:
-    """"tol = 1e-06, max_iter = 100" from a recoverer's parameters (empty if it has none)."""
+    """"tol = 1e-06, max_iter = 100" from a recoverer's parameters (empty if it has none).
+
+    ``ithsvd``'s ``limit_jumps`` changes where the iteration stops (a certified
+    fixed point of the plain map), so the rule names it when it is on.
+    """
     parts = [f"{k} = {_value(params[k])}" for k in STOP_PARAMS if k in params]
+    if parts and params.get("limit_jumps"):
+        parts.append("limit_jumps on (kept only at a certified fixed point of the plain iteration)")
     return ", ".join(parts)
 
 
