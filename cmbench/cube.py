@@ -16,7 +16,6 @@ import datetime
 import json
 import os
 import platform
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, TypedDict
 
@@ -24,7 +23,7 @@ import numpy as np
 
 from .version import __version__
 from .errors import UserError
-from .output import follow_umask
+from .files import replaced
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -283,15 +282,8 @@ def save(ds: "xr.Dataset", path: Path) -> Path:
     """Write atomically: a reader never sees a half-written cube."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".nc.tmp")
-    os.close(fd)
-    try:
+    with replaced(path, prefix=f".{path.stem}.", suffix=".nc.tmp") as tmp:
         ds.to_netcdf(tmp, engine="netcdf4")
-        follow_umask(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -12,7 +12,6 @@ diagnostics over the first five) is repeated on every cell it covers.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -22,7 +21,8 @@ import xarray as xr
 
 from . import cube as cubes
 from .errors import UserError
-from .output import follow_umask, writable_folder
+from .files import replaced
+from .output import writable_folder
 
 __all__ = ["to_frame", "frames", "export", "FORMATS"]
 
@@ -136,18 +136,11 @@ def export(sources: Sequence[xr.Dataset | str | os.PathLike], out: str | os.Path
             raise UserError(f"{out}: writing Parquet needs pyarrow (pip install pyarrow); "
                             f"or export to .csv") from None
     writable_folder(out.parent, "export folder")
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=out.suffix + ".part")
-    os.close(fd)
-    try:
+    with replaced(out, prefix=f".{out.stem}.", suffix=out.suffix + ".part") as tmp:
         if fmt == "parquet":
             df.to_parquet(tmp, index=False, engine="pyarrow")
         else:
             df.to_csv(tmp, index=False)
-        follow_umask(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return out, len(df)
 
 

@@ -11,13 +11,12 @@ wherever their data did not change.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
-from typing import Optional
 
 from ..output import inside
+from ..stamps import Stamps
 
-#: the stamps of drawn reports, in the cache folder's ``pages`` folder
+#: the stamps of drawn reports (`cmbench.stamps.Stamps`), in the cache folder's ``pages`` folder
 STAMPS = "reports.json"
 PAGES = "pages"
 
@@ -32,39 +31,6 @@ def code_digest() -> str:
         st = path.stat()
         h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()
-
-
-def _sha256(path: Path) -> Optional[str]:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
-    except OSError:
-        return None
-
-
-class Stamps:
-    """What each report file was drawn from, kept in ``<cache>/pages/reports.json``."""
-
-    def __init__(self, cache: Path) -> None:
-        self.path = Path(cache) / PAGES / STAMPS
-        try:
-            doc = json.loads(self.path.read_text())
-            self.table = doc if isinstance(doc, dict) else {}
-        except (OSError, ValueError):
-            self.table = {}
-
-    def current(self, output: Path, digest: str) -> bool:
-        """Whether ``output`` is intact and was drawn from ``digest``."""
-        stamp = self.table.get(str(Path(output).resolve()))
-        return (isinstance(stamp, dict) and stamp.get("digest") == digest
-                and stamp.get("sha256") == _sha256(Path(output)))
-
-    def record(self, output: Path, digest: str) -> None:
-        self.table[str(Path(output).resolve())] = {"digest": digest, "sha256": _sha256(Path(output))}
-        from .pagecache import atomic_write
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, json.dumps(self.table, sort_keys=True).encode())
 
 
 def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list[Path]:
@@ -89,7 +55,7 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
     stem = Path(outputs.report)
     cache = Path(outputs.cache)
     digest = hashlib.sha256("\x1f".join([*outputs.digests, code_digest()]).encode()).hexdigest()
-    stamps = Stamps(cache)
+    stamps = Stamps(cache / PAGES / STAMPS)
     cubes = [Path(c) for c in outputs.cubes]
     written = []
     if pdf:
@@ -99,6 +65,7 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
 
             write_report(cubes, path, page_cache=cache / PAGES)
             stamps.record(path, digest)
+            stamps.save()
         written.append(path)
     if html:
         path = inside(stem.parent, stem.with_name(stem.name + ".html"))
@@ -107,6 +74,7 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
 
             write_html(cubes, path)
             stamps.record(path, digest)
+            stamps.save()
         written.append(path)
     return written
 

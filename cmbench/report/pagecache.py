@@ -14,9 +14,10 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
+
+from ..files import atomic_write, remove_matching
 
 #: the names this cache gives its files; `clear` deletes nothing else
 NAME = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json)$")
@@ -24,30 +25,9 @@ TEMP = re.compile(r"^\..+\.tmp$")
 INDEX = "index.json"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary name in the same folder, then rename over ``path`` (a kill leaves no half file)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def clear(folder: Path) -> int:
     """Delete the files this cache wrote in ``folder``; return how many."""
-    removed = 0
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return 0
-    for entry in entries:
-        if (NAME.match(entry.name) or TEMP.match(entry.name)) and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
-            removed += 1
-    return removed
+    return remove_matching(folder, NAME, TEMP)
 
 
 # -- digests of page records ----------------------------------------------------------------

@@ -5,7 +5,6 @@ import datetime as _dt
 import io
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -15,7 +14,8 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from ..version import __version__
 from ..errors import UserError
-from ..output import follow_umask, writable_folder
+from ..files import replaced
+from ..output import writable_folder
 from . import claims, figures, pagecache, recovery, significance, stress, tables, theory_pages
 from .pagecache import PageCache
 from .layout import Page, text_pages
@@ -68,18 +68,10 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     if png is not None:
         writable_folder(png, "PNG folder")
 
-    fd, tmp = tempfile.mkstemp(suffix=".pdf.part", dir=out.parent)
-    os.close(fd)
-    try:
-        with matplotlib.rc_context(RC):
-            pages = build_pages(loaded, title=title, baseline=base)
-            _save(pages, Path(tmp), png, title=title, cubes=loaded,
-                  page_cache=Path(page_cache) if page_cache is not None else None)
-        follow_umask(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replaced(out, suffix=".pdf.part") as tmp, matplotlib.rc_context(RC):
+        pages = build_pages(loaded, title=title, baseline=base)
+        _save(pages, tmp, png, title=title, cubes=loaded,
+              page_cache=Path(page_cache) if page_cache is not None else None)
     return out
 
 

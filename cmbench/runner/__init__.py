@@ -196,9 +196,10 @@ def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path,
     """Assemble and save each cube (in ``folder``, default ``root``), unless the file on disk
     already holds that very cube; ``datasets`` is what `load_datasets` gave."""
     from .. import cube as cubes
-    from .outputs import Stamps, content_digest
+    from ..stamps import Stamps
+    from .outputs import STAMPS, content_digest
 
-    stamps = Stamps(store.cache)
+    stamps = Stamps(Path(store.cache) / STAMPS)
     written, digests = {}, []
     for exp in suite.experiments:
         ds = assemble(suite, exp, results[exp.name], timeout, store, datasets)

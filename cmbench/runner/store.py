@@ -32,12 +32,12 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Optional
 
 from ..cube import FAILURES, STATUSES
+from ..files import atomic_write, remove_matching
 from ..version import __version__
 from ..errors import UserError
 
@@ -181,14 +181,14 @@ class Store:
         marker = self.cache / MARKER
         if not marker.exists():
             self.cache.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(marker, canonical({"cmbench_cache": FORMAT}).encode())
+            atomic_write(marker, canonical({"cmbench_cache": FORMAT}).encode())
         for kind in KINDS:
             (self.cache / kind).mkdir(exist_ok=True)
 
     def _write(self, kind: str, key: str, data: bytes) -> None:
         self._prepare()
         path = self._path(kind, key)
-        atomic_write_bytes(path, data)
+        atomic_write(path, data)
         self._account(kind, path.name, len(data))
 
     def _touch(self, kind: str, path: Path) -> None:
@@ -371,17 +371,11 @@ class Store:
             return 0
         removed = 0
         for kind in KINDS:
-            folder = self.cache / kind
-            if not folder.is_dir():
-                continue
-            for entry in os.scandir(folder):
-                if (_NAME.match(entry.name) or _TEMP.match(entry.name)) and entry.is_file(follow_symlinks=False):
-                    os.unlink(entry.path)
-                    removed += 1
+            removed += remove_matching(self.cache / kind, _NAME, _TEMP)
         from .outputs import remove
 
         removed += remove(self.cache)
-        removed += _clear_pages(self.cache / "pages")
+        removed += remove_matching(self.cache / "pages", _PAGE_FILE)
         self._docs.clear()
         self._sizes = None
         self._used.clear()
@@ -411,20 +405,6 @@ class Store:
 _PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json|\..+\.tmp)$")
 
 
-def _clear_pages(folder: Path) -> int:
-    """Delete the drawn pages and report stamps in ``folder`` (the runner never reads them)."""
-    removed = 0
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return 0
-    for entry in entries:
-        if _PAGE_FILE.match(entry.name) and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
-            removed += 1
-    return removed
-
-
 def _inside(path: Path, out: Path) -> None:
     """Refuse a cache folder that would lie outside the output folder."""
     out_r, path_r = out.resolve(), path.resolve()
@@ -432,26 +412,5 @@ def _inside(path: Path, out: Path) -> None:
         raise UserError(f"the cache folder {path} would lie outside the output folder {out}")
 
 
-def atomic_write_bytes(path: Path, data: bytes, durable: bool = False) -> None:
-    """Write to a temporary name in the same folder, then rename over ``path``.
-
-    A killed process cannot leave a renamed file half-written, so cache
-    entries skip ``fsync`` (it costs milliseconds per file, thousands of times
-    per run): a power cut that tears one is caught by its checksum and the
-    entry recomputed. ``durable`` syncs the file first.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
+    atomic_write(path, text.encode())

@@ -1,0 +1,53 @@
+"""Stamps of written outputs: what each file was made from, and the SHA-256 of what was written.
+
+The runner stamps its cubes and the report package its drawn reports, so that
+a rerun which would write the same content leaves the file alone. A file is
+current only while both its source digest and its content digest match, so a
+deleted, edited or replaced file is always written anew.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from .files import atomic_write, sha256_of
+
+
+class Stamps:
+    """A table of stamps kept in one JSON file (an unreadable file counts as empty).
+
+    Parameters
+    ----------
+    path : the JSON file holding the table.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            doc = json.loads(self.path.read_text())
+            self.table = doc if isinstance(doc, dict) else {}
+        except (OSError, ValueError):
+            self.table = {}
+        self.changed = False
+
+    def current(self, output: Path, digest: str) -> Optional[dict]:
+        """The stamp of ``output`` if the file is intact and was made from ``digest``, else None."""
+        stamp = self.table.get(str(Path(output).resolve()))
+        if not isinstance(stamp, dict) or stamp.get("digest") != digest:
+            return None
+        if stamp.get("sha256") != sha256_of(Path(output)):
+            return None
+        return stamp
+
+    def record(self, output: Path, digest: str, **extra) -> None:
+        """Stamp ``output`` (as it is on disk now) as made from ``digest``; ``extra`` is kept with it."""
+        self.table[str(Path(output).resolve())] = {"digest": digest, "sha256": sha256_of(Path(output)), **extra}
+        self.changed = True
+
+    def save(self) -> None:
+        """Write the table if a stamp changed."""
+        if self.changed:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(self.path, json.dumps(self.table, sort_keys=True).encode())
+            self.changed = False
