@@ -12,7 +12,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import claims as claims_mod
-from .load import Cube, _json_attr
+from ..cube import attr_json
+from .load import Cube
 from .layout import Col, TextPage, TextPages
 from .tables import fmt_num
 
@@ -60,7 +61,7 @@ def convergence_lines(cube: Cube) -> list[str]:
     the iterations they took, and its stopping rule from the cube's attributes."""
     if "converged" not in cube.ds:
         return []
-    params = (_json_attr(cube.attrs, "components", {}, cube.source) or {}).get("recoverers", {})
+    params = (attr_json(cube.attrs, "components", {}, cube.source) or {}).get("recoverers", {})
     out = []
     for rec in cube.ds["recoverer"].values:
         rec = str(rec)

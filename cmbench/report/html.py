@@ -20,17 +20,18 @@ import io
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import xarray as xr
 
+from ..cube import FAILURES, GAPS, STATUSES
+from ..files import replaced
 from ..version import __version__
 from . import significance, tables
 from .figures import thresholds_for
-from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_TEXT, STATUSES, Cube, load_cubes, summarize
+from .load import METRIC_TEXT, Cube, environment_attr, load_cubes, summarize
 from .style import RC, MethodStyles
 
 __all__ = ["write_html", "build_html"]
@@ -90,17 +91,8 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.Pa
     text = build_html(loaded, title=title)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".html.part", dir=out.parent)
-    os.close(fd)
-    try:
-        Path(tmp).write_text(text, encoding="utf-8")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a report is for sharing
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replaced(out, suffix=".html.part") as tmp:
+        tmp.write_text(text, encoding="utf-8")
     return out
 
 
@@ -138,7 +130,7 @@ def _nav(cubes: Sequence[Cube]) -> str:
 
 def _provenance(cubes: Sequence[Cube], title: str) -> str:
     counts = [c.status_counts() for c in cubes]
-    n_fail = sum(n.get(s, 0) for n in counts for s in FAIL_STATUSES)
+    n_fail = sum(n.get(s, 0) for n in counts for s in FAILURES)
     parts = ['<h2 id="provenance">Provenance</h2>']
     suites = sorted({str(c.attrs.get("suite", "?")) for c in cubes})
     parts.append(f"<p>Suite: {_e(', '.join(suites))}.</p>")
@@ -181,12 +173,7 @@ def _environment(cubes: Sequence[Cube]) -> list[list]:
     """Versions, BLAS and CPU recorded in each cube's ``environment`` attribute, if any."""
     rows = []
     for c in cubes:
-        env = c.attrs.get("environment")
-        if isinstance(env, str):
-            try:
-                env = json.loads(env)
-            except json.JSONDecodeError:
-                env = None
+        env = environment_attr(c.attrs)
         if isinstance(env, dict):
             rows += [[c.experiment, k, v if isinstance(v, str) else json.dumps(v)] for k, v in env.items()]
     return rows
@@ -405,8 +392,8 @@ def _cells(cube: Cube) -> str:
     parts = [f'<h2 id="{s}-cells">{_e(cube.experiment)}: cells that did not run</h2>']
     n_inst, n_budget = len(cube.ds["instance"]), len(cube.ds["budget"])
     for statuses, head, empty in (
-            (FAIL_STATUSES, "Failed and timed-out cells", "No cell failed or timed out."),
-            (GAP_STATUSES, "Gaps: undefined and not-applicable cells (not failures)",
+            (FAILURES, "Failed and timed-out cells", "No cell failed or timed out."),
+            (GAPS, "Gaps: undefined and not-applicable cells (not failures)",
              "Every method is defined and applicable on every cell.")):
         df = tables.cells_with_status(cube, statuses)
         parts.append(f"<h3>{_e(head)}" + (f" ({int(df['cells'].sum())} cells)" if len(df) else "") + "</h3>")

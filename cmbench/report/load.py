@@ -21,7 +21,7 @@ from .. import cube
 # The results format is cube's; the report's modules take these names from here.
 from ..cube import DIMS, STATUSES
 from ..cube import FAILURES as FAIL_STATUSES, GAPS as GAP_STATUSES  # noqa: F401
-from ..cube import attr_json as _json_attr
+from ..cube import attr_json
 from ..errors import UserError
 
 METRIC_NAMES = {"l2": r"$\ell_2$ error", "mahalanobis": "Mahalanobis error"}  # axis labels
@@ -201,6 +201,18 @@ def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0) -> Cube:
     return _check(ds, source)
 
 
+def environment_attr(attrs: Mapping[str, Any]) -> Any:
+    """A cube's ``environment`` attribute (versions, BLAS, CPU), decoded; None when it is not JSON.
+
+    The environment is informative only, so a damaged one is left out of a
+    report rather than refusing the cube.
+    """
+    try:
+        return attr_json(attrs, "environment")
+    except ValueError:
+        return None
+
+
 def _check(ds: xr.Dataset, source: str) -> Cube:
     cube.check(ds, source)
     ds = ds.transpose(*DIMS)
@@ -210,7 +222,7 @@ def _check(ds: xr.Dataset, source: str) -> Cube:
         ds = ds.assign_coords({dim: _text(ds[dim].values)})
     attrs = dict(ds.attrs)
     methods = _methods(attrs, ds, source)
-    metrics = _json_attr(attrs, "metrics", None, source)
+    metrics = attr_json(attrs, "metrics", None, source)
     if metrics is None:  # older cube: plot what has values
         metrics = [m for m in ("mahalanobis", "l2") if bool(np.isfinite(ds[m].values).any())]
         metrics = metrics or ["l2"]
@@ -220,9 +232,9 @@ def _check(ds: xr.Dataset, source: str) -> Cube:
     if absent:
         raise UserError(f"{source}: attribute 'metrics' names variable(s) the cube lacks: "
                         f"{', '.join(absent)}")
-    datasets_info = _json_attr(attrs, "datasets_info", {}, source)
-    adversaries_info = _json_attr(attrs, "adversaries_info", {}, source)
-    plugins = _json_attr(attrs, "plugins", [], source)
+    datasets_info = attr_json(attrs, "datasets_info", {}, source)
+    adversaries_info = attr_json(attrs, "adversaries_info", {}, source)
+    plugins = attr_json(attrs, "plugins", [], source)
     if isinstance(plugins, dict):  # tolerate {"name": "version"}
         plugins = [{"plugin": k, "version": v} for k, v in plugins.items()]
     experiment = str(attrs.get("experiment") or Path(source).stem)
@@ -244,7 +256,7 @@ def _text(values: np.ndarray) -> np.ndarray:
 
 def _methods(attrs: Mapping[str, Any], ds: xr.Dataset, source: str) -> dict[str, tuple[str, str]]:
     """The suite's method labels, else every (recoverer, estimator) pair."""
-    given = _json_attr(attrs, "methods", {}, source) or {}
+    given = attr_json(attrs, "methods", {}, source) or {}
     recs = [str(r) for r in ds["recoverer"].values]
     ests = [str(e) for e in ds["estimator"].values]
     if not given:

@@ -8,7 +8,8 @@ from typing import Iterable, Mapping
 import numpy as np
 import xarray as xr
 
-from .load import METRIC_TEXT, STATUSES, Cube, load_cube
+from ..cube import STATUSES, attr_json
+from .load import METRIC_TEXT, Cube, load_cube
 from .paper_tables import fmt_num
 from .tables import ranking
 
@@ -30,12 +31,7 @@ def from_plugins(cube: Cube, specs: Iterable[str]) -> set[str]:
     labels = plugin_labels(specs)
     if not labels:
         return set()
-    comps = cube.attrs.get("components")
-    if isinstance(comps, str):
-        import json
-
-        comps = json.loads(comps)
-    comps = comps or {}
+    comps = attr_json(cube.attrs, "components", None, cube.source) or {}
 
     def came(kind: str, label: str) -> bool:
         src = str((comps.get(kind, {}).get(label) or {}).get("plugin", ""))

@@ -16,7 +16,8 @@ import xarray as xr
 from scipy.stats import rankdata
 
 from . import significance
-from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_TEXT, STATUSES, Cube, summarize
+from ..cube import FAILURES, GAPS, STATUSES
+from .load import METRIC_TEXT, Cube, environment_attr, summarize
 from .layout import Col, TextPage, TextPages
 
 MAX_GROUP_ROWS = 80  # rows of the cells-not-run list before it is cut with a count
@@ -204,7 +205,7 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
     tp = TextPages(title)
     suites = sorted({str(c.attrs.get("suite", "?")) for c in cubes})
     counts = [c.status_counts() for c in cubes]
-    n_fail = sum(n.get(s, 0) for n in counts for s in FAIL_STATUSES)
+    n_fail = sum(n.get(s, 0) for n in counts for s in FAILURES)
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     tp.para(f"Suite: {', '.join(suites)}.  Report written {now} by cmbench {version} "
             f"from {len(cubes)} results cube(s); nothing was rerun.")
@@ -232,7 +233,7 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
     tp.para("Plugins: " + (", ".join(plugins) if plugins
                            else "not recorded in the cube(s) (older run)."))
 
-    envs = {c.experiment: _json(c.attrs.get("environment")) for c in cubes}
+    envs = {c.experiment: environment_attr(c.attrs) for c in cubes}
     envs = {k: v for k, v in envs.items() if isinstance(v, dict) and v}
     if envs:
         tp.heading("Environment")
@@ -298,17 +299,6 @@ def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPage]:
     return pages
 
 
-def _json(value):
-    import json
-
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    return value
-
-
 def ranking_pages(cube: Cube) -> list[TextPage]:
     """One table per metric: mean error and average rank per method, best first."""
     tp = TextPages(f"{cube.experiment}: ranking of methods")
@@ -341,8 +331,8 @@ def cells_pages(cube: Cube) -> list[TextPage]:
     n_inst = len(cube.ds["instance"])
     n_budget = len(cube.ds["budget"])
     for statuses, head, empty in (
-            (FAIL_STATUSES, "Failed and timed-out cells", "No cell failed or timed out."),
-            (GAP_STATUSES, "Gaps: undefined and not-applicable cells (not failures)",
+            (FAILURES, "Failed and timed-out cells", "No cell failed or timed out."),
+            (GAPS, "Gaps: undefined and not-applicable cells (not failures)",
              "Every method is defined and applicable on every cell.")):
         df = cells_with_status(cube, statuses)
         tp.heading(head + (f"  ({int(df['cells'].sum())} cells)" if len(df) else ""))

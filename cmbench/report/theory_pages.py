@@ -18,7 +18,8 @@ from matplotlib.patches import Rectangle
 
 from .. import theory
 from .layout import Page
-from .load import Cube, _json_attr
+from ..cube import attr_json
+from .load import Cube
 from .style import PAGE
 from .tables import fmt_num
 
@@ -49,7 +50,7 @@ def theory_pages(cubes: Sequence[Cube]) -> list[Page]:
     """The pages of every example the cubes name, each once, in the order named."""
     names: dict[str, None] = {}
     for c in cubes:
-        for name in _json_attr(c.attrs, "theory_figures", [], c.source) or []:
+        for name in attr_json(c.attrs, "theory_figures", [], c.source) or []:
             names[str(name)] = None
     return [PAGES[n]() for n in names if n in PAGES]
 
