@@ -15,6 +15,7 @@ import numpy as np
 
 import cmbench
 from cmbench.builtins import batched
+from cmbench.theory import BLOCK_ELEMENTS
 
 
 class _Completion:
@@ -214,8 +215,9 @@ class _Completion:
             s += batched.column_sums(Y)
         return self.theta(S, s), float(np.sqrt(sums[0])), float(np.sqrt(sums[1]))
 
-    # Index arrays of a bucket chunk are cached while their total stays small.
-    _INDEX_CACHE_ELEMENTS = 1 << 22
+    # Index arrays of a bucket chunk are cached while their total stays within
+    # one estimator block (int64 indices: the block's bytes); beyond it they are rebuilt.
+    _INDEX_CACHE_ELEMENTS = BLOCK_ELEMENTS
 
     def _m_indices(self, rows: np.ndarray, cols: np.ndarray):
         """Pad mask, flat pad positions, columns (pads repeat the first), flat

@@ -546,6 +546,28 @@ def _null_space_rows(A: np.ndarray) -> np.ndarray:
     return scipy.linalg.null_space(A.T).T
 
 
+def _sparse_error_problem(X, structure, name: str, tol: float):
+    """The sparse-error view of ``X`` shared by basis pursuit and OMP.
+
+    Parameters
+    ----------
+    X : (N, n) array-like, corrupted by replacements.
+    structure : (n, r) the known A.
+    name : the recoverer's name, for `_structure`'s error message.
+    tol : relative tolerance of "in range(A)".
+
+    Returns
+    -------
+    X : (N, n) float.
+    A : (n, r) the checked structure.
+    F : (p, n) rows spanning the null space of A^T (`_null_space_rows`).
+    rows : indices of the rows off range(A) (`_replaced_rows`).
+    """
+    X = np.asarray(X, dtype=float)
+    A = _structure(structure, X.shape[1], name)
+    return X, A, _null_space_rows(A), _replaced_rows(X, _orthonormal_range(A), tol)
+
+
 def basis_pursuit(X: np.ndarray, *, rng=None, structure=None, rank=None,
                   tol: float = 1e-9, chunk: int = 128, polish: bool = True) -> np.ndarray:
     """Basis pursuit: ``min ||e||_1 s.t. F e = F x~``, then ``x_hat = x~ - e``.
@@ -572,11 +594,8 @@ def basis_pursuit(X: np.ndarray, *, rng=None, structure=None, rank=None,
     import scipy.optimize
     import scipy.sparse
 
-    X = np.asarray(X, dtype=float)
-    A = _structure(structure, X.shape[1], "basis-pursuit")
+    X, A, F, rows = _sparse_error_problem(X, structure, "basis-pursuit", tol)
     out = X.copy()
-    F = _null_space_rows(A)
-    rows = _replaced_rows(X, _orthonormal_range(A), tol)
     if F.shape[0] == 0 or rows.size == 0:
         return out
     p, n = F.shape
@@ -626,11 +645,8 @@ def omp(X: np.ndarray, *, rng=None, structure=None, rank=None,
     -------
     (N, n) float.
     """
-    X = np.asarray(X, dtype=float)
-    A = _structure(structure, X.shape[1], "omp")
+    X, A, F, rows = _sparse_error_problem(X, structure, "omp", tol)
     out = X.copy()
-    F = _null_space_rows(A)
-    rows = _replaced_rows(X, _orthonormal_range(A), tol)
     p, n = F.shape
     if p == 0 or rows.size == 0:
         return out
