@@ -435,3 +435,19 @@ def test_page_records_have_a_digest_and_the_same_record_the_same_digest():
     da = [record_digest(p) for p in a if p.slug != "provenance"]
     assert all(da) and da == [record_digest(p) for p in b if p.slug != "provenance"]
     assert len(set(da)) == len(da)  # every page its own record
+
+
+def test_a_wide_confidence_band_does_not_flatten_the_curves():
+    from matplotlib.figure import Figure
+
+    from cmbench.report.figures import _ylimits
+    from cmbench.report.layout import BAND_RATIO
+
+    ax = Figure().add_subplot()
+    c = np.array([0.1, 0.5, 1.0, 2.0])
+    wide = c + np.array([0.0, 0.1, 0.2, 40.0])  # one budget with few instances
+    assert _ylimits(ax, {"m": (c, wide)}, floor_zero=True) is None
+    assert ax.get_ylim()[1] == pytest.approx(1.06 * BAND_RATIO * 2.0)
+    ax = Figure().add_subplot()
+    _ylimits(ax, {"m": (c, c + 0.1)}, floor_zero=True)  # a narrow band is shown whole
+    assert ax.get_ylim()[1] == pytest.approx(1.06 * 2.1)

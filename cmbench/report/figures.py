@@ -23,7 +23,7 @@ from matplotlib.lines import Line2D
 
 from .claims import convergence_lines
 from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_NAMES, METRIC_TEXT, Cube, summarize
-from .layout import (CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
+from .layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
                      draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes)
 from .style import LineStyle, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
@@ -181,7 +181,8 @@ def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
     axis would magnify its rounding noise. When one method's mean explodes (more
     than `CLIP_RATIO` times the 90th percentile of all means) the axis is cut
     above the rest, the cut points are marked on the top edge and a note gives
-    their maxima. Recovery thresholds shared by every panel that has them go
+    their maxima. Confidence bands are cut at `BAND_RATIO` times the panel's
+    highest mean, so that a wide band does not flatten the curves. Recovery thresholds shared by every panel that has them go
     into the top legend; otherwise each panel has its own small legend.
     """
     n = len(panels)
@@ -320,7 +321,7 @@ def _ylimits(ax, drawn: dict, *, floor_zero: bool) -> float | None:
         top = 1.06 * float(kept.max())
         ax.set_ylim(0, top)
         return top
-    hi = float(tops.max())
+    hi = max(float(centres.max()), min(float(tops.max()), BAND_RATIO * float(centres.max())))
     ax.set_ylim(0, 1.06 * hi if hi > 0 else 1.0)
     return None
 

@@ -18,12 +18,15 @@ import numpy as np
 from .style import PAGE
 
 __all__ = ["PAGE", "Page", "Col", "TextPages", "TextPage", "draw_text_page", "grid_shape",
-           "legend_columns", "row_major", "wrap_notes", "plain", "CLIP_RATIO", "MAX_NOTE_LINES",
+           "legend_columns", "row_major", "wrap_notes", "plain", "CLIP_RATIO", "BAND_RATIO", "MAX_NOTE_LINES",
            "TITLE_Y", "LEGEND_Y", "LEGEND_ROW", "NOTE_LINE", "LEFT_MARGIN"]
 
 #: y is clipped when the largest value exceeds CLIP_RATIO times the 90th
 #: percentile of the values drawn: one exploding method would flatten all others.
 CLIP_RATIO = 5.0
+#: a confidence band is cut at BAND_RATIO times the highest mean of its panel:
+#: with few instances a t interval can be many times the curves' range.
+BAND_RATIO = 1.25
 MAX_NOTE_LINES = 7
 #: vertical layout of a figure page, in inches from the top edge: the title's
 #: baseline, the top of the shared legend, one legend row; one line of notes
