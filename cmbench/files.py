@@ -17,6 +17,13 @@ from typing import Iterator, Optional
 from .output import follow_umask
 
 
+#: the drawn report pages' folder inside a suite's cache, and the names cmbench
+#: writes there (`cmbench.report.pagecache`); `cmbench cache clear` removes only these
+PAGES = "pages"
+PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json)$")
+TEMP_FILE = re.compile(r"^\..+\.tmp$")
+
+
 def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
     """Write ``data`` to a temporary name in the same folder, then rename it over ``path``.
 

@@ -24,11 +24,11 @@ def small_cube(**attrs) -> xr.Dataset:
 
 
 def test_every_module_takes_the_statuses_from_cube():
-    from cmbench.report import load
+    from cmbench.report import figures, load
     from cmbench.runner import store, units
 
     assert load.STATUSES is cube.STATUSES and load.DIMS is cube.DIMS
-    assert load.FAIL_STATUSES is cube.FAILURES and load.GAP_STATUSES is cube.GAPS
+    assert figures.FAILURES is cube.FAILURES and figures.GAPS is cube.GAPS
     assert units.FAILURES is cube.FAILURES and units.OK is cube.OK
     assert set(store.CACHED_STATUSES) == set(cube.STATUSES) - set(cube.FAILURES)
     assert set(cube.GAPS) | set(cube.FAILURES) | {cube.OK} == set(cube.STATUSES)

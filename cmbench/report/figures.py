@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from .claims import convergence_lines
-from .load import FAIL_STATUSES, GAP_STATUSES, METRIC_NAMES, METRIC_TEXT, Cube, summarize
+from ..cube import FAILURES, GAPS
+from .load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
 from .layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
                      draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes)
 from .style import LineStyle, MethodStyles
@@ -337,7 +338,7 @@ def _gap_notes(cube: Cube, status: xr.DataArray, errors: xr.DataArray, adversary
     for m in cube.methods:
         st = status.sel({"method": m}).values  # dataset, instance, budget
         err = errors.sel({"method": m}).values
-        for kind in GAP_STATUSES + FAIL_STATUSES:
+        for kind in GAPS + FAILURES:
             hit = st == kind
             if not hit.any():
                 continue
@@ -346,7 +347,7 @@ def _gap_notes(cube: Cube, status: xr.DataArray, errors: xr.DataArray, adversary
                      else f"on {ds_hit[0]}")
             budgets = fmt_list(cube.budgets[hit.any(axis=(0, 1))].tolist(), len(cube.budgets))
             why = "; see the list of cells that did not run"
-            if kind in GAP_STATUSES:
+            if kind in GAPS:
                 reasons = sorted({str(e) for e in err[hit] if str(e)})
                 why = f": {shorten(reasons[0], 90)}" if reasons else ""
                 if len(reasons) > 1:

@@ -20,7 +20,6 @@ from scipy import stats
 from .. import cube
 # The results format is cube's; the report's modules take these names from here.
 from ..cube import DIMS, STATUSES
-from ..cube import FAILURES as FAIL_STATUSES, GAPS as GAP_STATUSES  # noqa: F401
 from ..cube import attr_json
 from ..errors import UserError
 

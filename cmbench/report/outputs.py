@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from ..files import PAGES
 from ..output import inside
 from ..stamps import Stamps
 
 #: the stamps of drawn reports (`cmbench.stamps.Stamps`), in the cache folder's ``pages`` folder
 STAMPS = "reports.json"
-PAGES = "pages"
 
 
 def code_digest() -> str:

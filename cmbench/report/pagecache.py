@@ -17,17 +17,15 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..files import atomic_write, remove_matching
+from ..files import PAGE_FILE, TEMP_FILE, atomic_write, remove_matching
 
 #: the names this cache gives its files; `clear` deletes nothing else
-NAME = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json)$")
-TEMP = re.compile(r"^\..+\.tmp$")
 INDEX = "index.json"
 
 
 def clear(folder: Path) -> int:
     """Delete the files this cache wrote in ``folder``; return how many."""
-    return remove_matching(folder, NAME, TEMP)
+    return remove_matching(folder, PAGE_FILE, TEMP_FILE)
 
 
 # -- digests of page records ----------------------------------------------------------------
@@ -149,5 +147,5 @@ class PageCache:
         atomic_write(self.folder / INDEX, json.dumps({"pages": self.pages, "reports": self.reports},
                                                      sort_keys=True).encode())
         for entry in os.scandir(self.folder):
-            if entry.name.endswith(".pdf") and NAME.match(entry.name) and entry.name[:-4] not in keep:
+            if entry.name.endswith(".pdf") and PAGE_FILE.match(entry.name) and entry.name[:-4] not in keep:
                 os.unlink(entry.path)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..cube import FAILURES, STATUSES
-from ..files import atomic_write, remove_matching
+from ..files import PAGE_FILE, PAGES, TEMP_FILE, atomic_write, remove_matching
 from ..version import __version__
 from ..errors import UserError
 
@@ -375,7 +375,7 @@ class Store:
         from .outputs import remove
 
         removed += remove(self.cache)
-        removed += remove_matching(self.cache / "pages", _PAGE_FILE)
+        removed += remove_matching(self.cache / PAGES, PAGE_FILE, TEMP_FILE)
         self._docs.clear()
         self._sizes = None
         self._used.clear()
@@ -399,10 +399,6 @@ class Store:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-#: the report's page cache (`cmbench.report.pagecache`) names its files so, in ``.cache/pages``
-_PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json|\..+\.tmp)$")
 
 
 def _inside(path: Path, out: Path) -> None:
