@@ -247,6 +247,9 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
         raw = path.read_bytes()
     plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) and str(p) not in shipped else str(p)
                     for p in plugins)
+    for p in plugins:  # the command line's, not the suite file's: said before the suite's name is put on errors
+        if is_file_spec(p) and p not in shipped and not Path(p).is_file():
+            raise PluginError(f"plugin file {p} does not exist (given with --plugin)")
     doc = _parse_toml(path, raw)
     ctx = _Ctx(path, files=shipped)
     _check_keys(ctx, doc, SUITE_KEYS, REQUIRED_SUITE_KEYS, "the suite")

@@ -45,6 +45,13 @@ def test_missing_plugin_file(tmp_path):
     refused(cli("plugins", "--plugin", tmp_path / "nope.py"), "nope.py", "does not exist")
 
 
+def test_missing_plugin_file_of_the_command_line_is_not_blamed_on_the_suite(tmp_path):
+    result = cli("suite", "smoke", "--out", tmp_path / "out", "--plugin", tmp_path / "nope.py")
+    refused(result, "nope.py", "does not exist", "--plugin")
+    assert "smoke.toml" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_plugin_syntax_error(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import cmbench\n\nx = (\n")
