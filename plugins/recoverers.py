@@ -381,7 +381,9 @@ def ithsvd(X: np.ndarray, *, rng=None, structure=None, rank=None, tol: float = 1
     no such point is reached within ``max_iter`` iterations or 200 jumps in
     all, the jumps are undone and the plain iteration continues from where
     they began, under the same stopping rule. So the result is either such
-    a certified fixed point or exactly the plain iteration's result. Where
+    a certified fixed point or exactly the plain iteration's result (with
+    ``svd="exact"``; with ``"randomized"`` the undone iterations have drawn
+    from ``rng``, so the later sketches are other draws). Where
     the visible entries leave a row free along a direction of the subspace,
     the plain limit depends on the path and no jump is kept.
 
