@@ -206,7 +206,8 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
 
 
 def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
-               files: Mapping[str, bytes] | None = None, limits: Optional[tuple] = None) -> Suite:
+               files: Mapping[str, bytes] | None = None, limits: Optional[tuple] = None,
+               claims: bool = True) -> Suite:
     """Read, resolve and validate a suite file against the loaded plugins.
 
     Every user mistake is found here, before anything runs: unknown keys and
@@ -227,6 +228,11 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
         data files' digests) instead of the worker's disk.
     limits : tuple, optional
         The client's `size_limits`; default: this machine's.
+    claims : bool, default True
+        Parse and check the experiments' claims. A worker that rebuilds a suite
+        the client has checked passes False: units never read claims, and
+        their parser needs xarray, which a worker otherwise does not import.
+        Its experiments then have no claims.
 
     Returns
     -------
@@ -269,7 +275,7 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
     for i, table in enumerate(experiments):
         if not isinstance(table, dict):
             raise SuiteError(f"{path}: key 'experiment' must be an array of tables ([[experiment]])")
-        parsed.append(_experiment(ctx.at(f"experiment[{i}]"), table, registry, contenders, limits))
+        parsed.append(_experiment(ctx.at(f"experiment[{i}]"), table, registry, contenders, limits, claims))
     names = [e.name for e in parsed]
     _no_duplicates(ctx, "experiment.name", names)
     _no_duplicates(ctx, "experiment.name (ignoring case, as some file systems do)",
@@ -402,7 +408,7 @@ def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
 
 
 def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
-                limits: tuple = (DEFAULT_MAX_CELLS, DEFAULT_MAX_GB)) -> Experiment:
+                limits: tuple = (DEFAULT_MAX_CELLS, DEFAULT_MAX_GB), with_claims: bool = True) -> Experiment:
     _check_keys(ctx, table, EXPERIMENT_KEYS, REQUIRED_EXPERIMENT_KEYS, "an [[experiment]] table")
     check_label(ctx.at("name"), table["name"], "experiment name")
     lists = {}
@@ -425,7 +431,7 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
     metrics = tuple(e.label for e in metric_entries)
     metric_entries += [_entry(ctx, "metrics", name, registry) for name in ALWAYS_METRICS if name not in metrics]
     methods = _methods(ctx.at("methods"), table.get("methods", {}), lists)
-    claims = _claims(ctx, table.get("claim", []), methods, lists, metrics)
+    claims = _claims(ctx, table.get("claim", []), methods, lists, metrics) if with_claims else ()
     if methods:
         methods = _contender_methods(methods, lists, contenders)
     return Experiment(

@@ -22,8 +22,9 @@ from collections import OrderedDict
 from typing import Union
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse
+
+# SciPy is imported where used: a sweep's worker process imports this module and
+# mostly needs none of it.
 
 __all__ = [
     "m_a", "critical_rows", "disc", "d_tv_gaussian", "mahalanobis", "d_entry",
@@ -211,6 +212,8 @@ def _spans_hyperplane(geo: _RowGeometry, rest: np.ndarray) -> bool:
     if classes.size < geo.k - 1:
         return True
     # k-1 well-conditioned spanning directions: column-pivoted QR
+    import scipy.linalg
+
     _, _, piv = scipy.linalg.qr(geo.dirs[classes].T, pivoting=True, mode="economic")
     counts, members = _hyperplane_counts(geo, classes[piv[: geo.k - 1]][None, :])
     return bool(counts[0] >= 0 and members[0][classes].all())
@@ -807,13 +810,15 @@ def _dentry_inf_lp(I: np.ndarray, N: int) -> float:
     c = np.zeros(m * m + 1)
     c[-1] = 1.0
     A_ub = np.hstack([I.reshape(n, m * m).astype(float), -np.ones((n, 1))])
+    import scipy.sparse
+
     ones = scipy.sparse.csr_matrix(np.ones((1, m)))
     eye = scipy.sparse.identity(m, format="csr")
     A_eq = scipy.sparse.hstack([
         scipy.sparse.vstack([scipy.sparse.kron(eye, ones), scipy.sparse.kron(ones, eye)]),
         scipy.sparse.csr_matrix((2 * m, 1)),
     ]).tocsr()
-    from scipy.optimize import linprog  # imported where used: most of the import time of theory
+    from scipy.optimize import linprog
 
     res = linprog(c, A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq,
                                  b_eq=np.ones(2 * m), bounds=(0, None), method="highs")

@@ -34,14 +34,16 @@ import io
 import re
 import warnings
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
-import pandas as pd
 
 import cmbench
 from cmbench import data as cmdata
 from cmbench.data import DataError
+
+if TYPE_CHECKING:  # pandas is imported only where a table is parsed: loading the plugins stays fast
+    import pandas as pd
 
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 
@@ -302,6 +304,8 @@ TABLES = Path(__file__).resolve().parent / "data"
 
 
 def _read_csv(name: str, path: Path, **kwargs) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         return pd.read_csv(path, **kwargs)
     except (ValueError, pd.errors.ParserError) as exc:
@@ -453,6 +457,8 @@ def derive_wearable_sensor(folder: Path) -> dict:
     ``{"X": (75128, 9) float64, "columns": WEARABLE_COLUMNS, "trials": the 87
     trial paths ("S1_Dataset/d1p01M", ...), "trial": (75128,) uint8, row -> index into trials}``.
     """
+    import pandas as pd
+
     name = "wearable-sensor"
     folder = Path(folder)
     trials = sorted(f.path for f in WEARABLE_SENSOR.files)
@@ -513,6 +519,8 @@ def derive_mice_protein(folder: Path) -> dict:
     -------
     ``{"X": (1080, 77) float64, "columns": the 77 protein names (*_N)}``.
     """
+    import pandas as pd
+
     name = "mice-protein"
     path = Path(folder) / "Data_Cortex_Nuclear.xls"
     try:
@@ -569,6 +577,8 @@ def load_csv(*, instance, rng, path: Optional[str] = None, columns: Optional[Seq
         No path, a missing or empty file, unknown or non-numeric columns (named,
         with an offending value), an all-missing or constant column (named).
     """
+    import pandas as pd
+
     if not path:
         raise DataError('data set csv: give the file, e.g. {name = "csv", path = "data.csv"}')
     path = Path(path)

@@ -259,6 +259,10 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             known.append((job, work_result(dict(failure))))
         else:
             todo.append(job)
+    # Longest first, so that no worker is left alone with a long unit at the end of the
+    # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
+    # of equal cost keep the plan's order.
+    todo.sort(key=lambda job: -_cost(job, datasets))
     stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
     stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
     from tqdm import tqdm
@@ -298,6 +302,21 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
                           f"{store.cache}; run the same command again to resume") from None
     bar.close()
     return results
+
+
+def _cost(job: Job, datasets: dict) -> float:
+    """A rough relative cost of a job: the data set's size times the stages it computes.
+
+    Recoveries dominate and grow with the budget (more entries to fill);
+    an estimate or a corruption is a pass or two over the data.
+    """
+    load = datasets.get((job.experiment, job.dataset))
+    shape = (load.info.get("shape") if load is not None else None) or (1, 1)
+    work = job.work
+    if work is None:
+        return float(shape[0] * shape[1])
+    stages = len(work.recover) * (0.25 + job.budget) + 0.02 * (len(work.estimate) + len(work.pairs) * 50)
+    return float(shape[0] * shape[1]) * (stages + 0.02 * work.corruption)
 
 
 def _first_failure(exp: Experiment, job, result: UnitResult) -> StoppedAtFailure:

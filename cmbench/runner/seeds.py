@@ -6,6 +6,7 @@ in the grid, never on the order, the worker or the executor that computed it.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -13,8 +14,13 @@ import numpy as np
 
 def _word(part) -> int:
     """A 32-bit word that names ``part`` the same way in every process."""
-    text = f"{type(part).__name__}:{part!r}".encode()
-    return int.from_bytes(hashlib.sha256(text).digest()[:4], "little")
+    return _word_of(f"{type(part).__name__}:{part!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_of(text: str) -> int:
+    # keyed by the text, not the part: 0.0 and -0.0 (equal, but named apart) keep their own words
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 
 
 def rng_for(seed: int, *coords) -> np.random.Generator:

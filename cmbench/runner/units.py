@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, TypedDict
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..components import Data, NotApplicable, Undefined
 from ..cube import (FAILED, FAILURES, NOT_APPLICABLE, OK, RECOVERY_VARS, TIMEOUT, UNDEFINED, Record, UnitResult,
@@ -178,7 +177,7 @@ def _entry(entries, label: str) -> Entry:
     return next(e for e in entries if e.label == label)
 
 
-@functools.lru_cache(maxsize=6)
+@functools.lru_cache(maxsize=32)  # a sweep starts its longest units first, whatever their data set
 def _load(suite_path: str, plugins: tuple, suite_hash: str, bundle: str, experiment: str, dataset: str,
           instance: int) -> Data:
     suite = suite_of(Job(suite_path, plugins, experiment, dataset, instance, "", 0.0, None, suite_hash, bundle))
@@ -572,8 +571,25 @@ def corruption_distances(X: np.ndarray, Xc: np.ndarray) -> dict:
 # ---------------------------------------------------------------- the unit
 def execute(job: Job) -> WorkResult:
     """Compute a job's stages; always returns a picklable result, failures recorded inside."""
-    with threadpool_limits(limits=1):  # bit-identical results whatever the executor
+    with _one_thread():  # bit-identical results whatever the executor
         return _execute(job)
+
+
+_CONTROLLER: list = [None, -1]  # threadpoolctl's controller, and len(sys.modules) when it was made
+
+
+def _one_thread():
+    """``threadpool_limits(limits=1)`` over the native thread pools loaded in this process.
+
+    Finding the loaded libraries walks every shared object of the process;
+    a new thread pool comes with an import, so the walk is redone only when
+    a module was imported since the last one, not for every unit.
+    """
+    from threadpoolctl import ThreadpoolController
+
+    if _CONTROLLER[0] is None or _CONTROLLER[1] != len(sys.modules):
+        _CONTROLLER[:] = [ThreadpoolController(), len(sys.modules)]
+    return _CONTROLLER[0].limit(limits=1)
 
 
 def full_work(exp: Experiment, adaptive: bool) -> Work:
