@@ -80,7 +80,8 @@ def check(plugins, names, seed) -> None:
 @click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
               help="Folder for cubes, cache and report.")
 @plugin_option
-@click.option("--workers", default=1, show_default=True, type=int, help="Local worker processes.")
+@click.option("--workers", default=1, show_default=True, type=int,
+              help="Local worker processes (they also draw the report's pages).")
 @click.option("--scheduler", default=None, metavar="ADDRESS|local",
               help="Run on a Dask cluster ('local' starts a LocalCluster on 127.0.0.1).")
 @click.option("--timeout", default=None, type=float, metavar="SECONDS", help="Stop a plugin call after this long.")
@@ -127,9 +128,17 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
             click.echo(exc.traceback.rstrip(), err=True)
         sys.exit(1)
     if report:  # asked for after the run: the runner draws no report
+        from .report.helpers import HelperError
         from .report.outputs import write_suite_reports
 
-        write_suite_reports(stats.outputs)
+        try:  # the report's pages are drawn by as many processes as the run had
+            write_suite_reports(stats.outputs, workers=max(workers, 1),
+                                start="spawn" if scheduler else None)  # never fork after a Dask client
+        except HelperError as exc:
+            click.echo(f"cmbench: error: {exc}", err=True)
+            click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "
+                       "`cmbench suite` again draws the report", err=True)
+            sys.exit(1)
     for old, n in sorted((stats.other_versions or {}).items()):
         click.echo(f"cmbench: note: {n} cached units written by cmbench {old} were recomputed "
                    f"by cmbench {__version__}", err=True)

@@ -63,16 +63,18 @@ code { font-size: 0.95em; }
 """
 
 
-def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.PathLike, *,
-               title: str | None = None) -> Path:
+def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str | os.PathLike, *,
+               title: str | None = None, text: str | None = None) -> Path:
     """Write the interactive HTML report of results cubes.
 
     Parameters
     ----------
-    cubes : netCDF paths or Datasets, one per experiment.
+    cubes : netCDF paths, Datasets or loaded `load.Cube` objects, one per experiment.
     out : the ``.html`` file to write; written to a temporary file first and
         moved into place, so a failed report leaves no half file.
     title : heading; default "cmbench report: <suite>".
+    text : the page, when `build_html` already built it from these cubes
+        (in a helper process); it is then only written.
 
     Returns
     -------
@@ -83,12 +85,13 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.Pa
     cmbench.errors.UserError
         A cube cannot be read or lacks a dimension or variable.
     """
-    loaded = load_cubes(list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset))
-                        else [cubes])
-    if title is None:
-        suites = sorted({str(c.attrs.get("suite", "")) for c in loaded} - {""})
-        title = "cmbench report" + (f": {', '.join(suites)}" if suites else "")
-    text = build_html(loaded, title=title)
+    if text is None:
+        loaded = load_cubes(list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube))
+                            else [cubes])
+        if title is None:
+            suites = sorted({str(c.attrs.get("suite", "")) for c in loaded} - {""})
+            title = "cmbench report" + (f": {', '.join(suites)}" if suites else "")
+        text = build_html(loaded, title=title)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with replaced(out, suffix=".html.part") as tmp:

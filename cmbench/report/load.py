@@ -173,13 +173,13 @@ def summarize(values: xr.DataArray) -> Summary:
 
 
 # -- loading -------------------------------------------------------------------
-def load_cubes(cubes: Sequence[str | os.PathLike | xr.Dataset]) -> list[Cube]:
-    """Load and check each cube; see `load_cube`."""
-    if isinstance(cubes, (str, os.PathLike, xr.Dataset)):
+def load_cubes(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube]) -> list[Cube]:
+    """Load and check each cube (one loaded already is taken as it is); see `load_cube`."""
+    if isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)):
         cubes = [cubes]
     if not cubes:
         raise UserError("no results cube given to report on")
-    return [load_cube(c, index=i) for i, c in enumerate(cubes)]
+    return [c if isinstance(c, Cube) else load_cube(c, index=i) for i, c in enumerate(cubes)]
 
 
 def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0) -> Cube:

@@ -33,7 +33,8 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list[Path]:
+def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers: int = 1,
+                        start: str | None = None) -> list[Path]:
     """Draw the PDF and HTML reports of a finished run, unless those on disk were drawn from these cubes.
 
     Parameters
@@ -42,6 +43,12 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
         ``digests``, ``report``, ``cache``): the cubes a run wrote, their
         content digests, the reports' path without suffix and the cache folder.
     pdf, html : which reports to write.
+    workers : with more than 1, the PDF's pages are drawn in up to this many
+        helper processes (`helpers`), started before anything else so that
+        their imports overlap the loading of the cubes, and the HTML page is
+        built by one of them meanwhile. The reports are the same as with 1.
+    start : how helpers start, ``"fork"`` or ``"spawn"`` (default:
+        `helpers.start_method`); after a run on a Dask cluster, ``"spawn"``.
 
     Returns
     -------
@@ -51,32 +58,51 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
     ------
     cmbench.errors.UserError
         A report path lies outside the output folder, or a cube cannot be read.
+    cmbench.report.helpers.HelperError
+        A helper process failed; neither report was written.
     """
     stem = Path(outputs.report)
     cache = Path(outputs.cache)
     digest = hashlib.sha256("\x1f".join([*outputs.digests, code_digest()]).encode()).hexdigest()
     stamps = Stamps(cache / PAGES / STAMPS)
     cubes = [Path(c) for c in outputs.cubes]
-    written = []
-    if pdf:
-        path = inside(stem.parent, stem.with_name(stem.name + ".pdf"))
-        if not stamps.current(path, digest):
-            from .pdf import write_report
+    paths = {kind: inside(stem.parent, stem.with_name(f"{stem.name}.{kind}"))
+             for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
+    todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
+    if todo:
+        _draw(cubes, todo, cache / PAGES, workers, stamps, digest, start)
+    return list(paths.values())
 
-            write_report(cubes, path, page_cache=cache / PAGES)
-            stamps.record(path, digest)
+
+def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stamps, digest: str,
+          start: str | None) -> None:
+    """Write the reports in ``todo`` (kind -> path) and stamp each once written."""
+    helpers = None
+    if workers > 1 and "pdf" in todo:
+        from .helpers import Helpers
+
+        helpers = Helpers(workers, method=start)  # first: their imports overlap the loading below
+    try:
+        from .load import load_cubes
+        from .pdf import default_title, write_report
+
+        loaded = load_cubes(cubes)
+        title = default_title(loaded)
+        if helpers is not None and "html" in todo:
+            helpers.build_html(loaded, title)
+        if "pdf" in todo:
+            write_report(loaded, todo["pdf"], page_cache=pages, helpers=helpers, title=title)
+            stamps.record(todo["pdf"], digest)
             stamps.save()
-        written.append(path)
-    if html:
-        path = inside(stem.parent, stem.with_name(stem.name + ".html"))
-        if not stamps.current(path, digest):
+        if "html" in todo:
             from .html import write_html
 
-            write_html(cubes, path)
-            stamps.record(path, digest)
+            write_html(loaded, todo["html"], title=title, text=helpers.html if helpers is not None else None)
+            stamps.record(todo["html"], digest)
             stamps.save()
-        written.append(path)
-    return written
+    finally:
+        if helpers is not None:
+            helpers.close()
 
 
 def clear(cache: Path) -> int:

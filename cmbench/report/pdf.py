@@ -6,7 +6,7 @@ import io
 import os
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import matplotlib
 import xarray as xr
@@ -22,18 +22,23 @@ from .layout import Page, text_pages
 from .load import Cube, load_cube, load_cubes
 from .style import RC, MethodStyles
 
+if TYPE_CHECKING:
+    from .helpers import Helpers
+
 __all__ = ["write_report", "build_pages"]
 
 
 def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.PathLike, *,
                  baseline: str | os.PathLike | xr.Dataset | None = None,
                  png_dir: str | os.PathLike | None = None, title: str | None = None,
-                 page_cache: str | os.PathLike | None = None) -> Path:
+                 page_cache: str | os.PathLike | None = None, workers: int = 1,
+                 helpers: "Helpers | None" = None) -> Path:
     """Write a PDF report of results cubes.
 
     Parameters
     ----------
-    cubes : netCDF paths or ``xarray.Dataset`` objects, one per experiment.
+    cubes : netCDF paths, ``xarray.Dataset`` objects or loaded `load.Cube` objects,
+        one per experiment.
     out : the PDF to write (parent folders are made); written to a temporary
         file first and moved into place, so a failed report leaves no half file.
     baseline : a cube to compare against; each cube sharing method labels and
@@ -44,6 +49,10 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     page_cache : a folder of drawn pages (`pagecache`): a page whose record
         is found there is copied instead of drawn, and the pages drawn now are
         kept there. Not used with ``png_dir`` (every figure is drawn then).
+    workers : draw the pages in this many helper processes (`helpers`) when
+        more than 1; the report is the same as drawn in this process.
+    helpers : helper processes already started (`helpers.Helpers`), used
+        instead of ``workers``; the caller closes them.
 
     Returns
     -------
@@ -54,25 +63,42 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     cmbench.errors.UserError
         A cube cannot be read or lacks a dimension, variable or label; the
         message names the file.
+    cmbench.report.helpers.HelperError
+        A helper process failed; nothing was written.
     """
-    cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset)) else [cubes]
+    cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
     out = Path(out)
     refuse_overwriting_inputs(out, [*cubes, baseline])
     loaded = load_cubes(cubes)
     base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
     if title is None:
-        suites = sorted({str(c.attrs.get("suite", "")) for c in loaded} - {""})
-        title = "cmbench report" + (f": {', '.join(suites)}" if suites else "")
+        title = default_title(loaded)
     writable_folder(out.parent, "report folder")
     png = Path(png_dir) if png_dir is not None else None
     if png is not None:
         writable_folder(png, "PNG folder")
 
-    with replaced(out, suffix=".pdf.part") as tmp, matplotlib.rc_context(RC):
-        pages = build_pages(loaded, title=title, baseline=base)
-        _save(pages, tmp, png, title=title, cubes=loaded,
-              page_cache=Path(page_cache) if page_cache is not None else None)
+    own = None
+    if helpers is None and workers > 1 and png is None:
+        from .helpers import Helpers
+
+        helpers = own = Helpers(workers)
+    try:
+        with replaced(out, suffix=".pdf.part") as tmp, matplotlib.rc_context(RC):
+            pages = build_pages(loaded, title=title, baseline=base)
+            _save(pages, tmp, png, title=title, cubes=loaded,
+                  page_cache=Path(page_cache) if page_cache is not None else None,
+                  helpers=helpers if png is None else None)
+    finally:
+        if own is not None:
+            own.close()
     return out
+
+
+def default_title(cubes: Sequence[Cube]) -> str:
+    """"cmbench report: <suite>" (the suites the cubes come from)."""
+    suites = sorted({str(c.attrs.get("suite", "")) for c in cubes} - {""})
+    return "cmbench report" + (f": {', '.join(suites)}" if suites else "")
 
 
 def refuse_overwriting_inputs(out: Path, inputs: Sequence) -> None:
@@ -124,7 +150,7 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
 
 
 def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str,
-          cubes: Sequence[Cube], page_cache: Path | None = None) -> None:
+          cubes: Sequence[Cube], page_cache: Path | None = None, helpers=None) -> None:
     meta = {
         "Title": title,
         "Author": f"cmbench {__version__}",
@@ -134,8 +160,9 @@ def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str
         "Creator": "cmbench.report",
         "CreationDate": _dt.datetime.now(_dt.timezone.utc),
     }
-    if page_cache is not None and png is None:
-        _save_cached(pages, pdf_path, meta, PageCache(page_cache), name=pdf_path.name)
+    if (page_cache is not None or helpers is not None) and png is None:
+        _save_cached(pages, pdf_path, meta, PageCache(page_cache) if page_cache is not None else None,
+                     name=pdf_path.name, helpers=helpers)
         return
     used: set[str] = set()
     with PdfPages(pdf_path, metadata=meta) as pdf:
@@ -151,47 +178,62 @@ def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str
             page.release()
 
 
-def _save_cached(pages: Sequence[Page], pdf_path: Path, meta: dict, cache: PageCache, name: str) -> None:
+def _save_cached(pages: Sequence[Page], pdf_path: Path, meta: dict, cache: PageCache | None, name: str,
+                 helpers=None) -> None:
     """Write the PDF, drawing only the pages whose record digest the cache does not hold.
 
     The pages drawn now go into one new document (fonts are subset once for all
-    of them), which the cache keeps; the report is then merged from it and the
-    documents that hold the other pages. A report whose pages are all new is
-    that document itself.
+    of them), or with ``helpers`` one per helper process, which the cache keeps;
+    the report is then merged from them and the documents that hold the other
+    pages. A report whose pages are all in one new document is that document
+    itself. ``cache`` None (with ``helpers``): every page is drawn, nothing kept.
     """
     from .outputs import code_digest
 
     salt = "\x1d".join([code_digest(), repr(sorted(RC.items())), matplotlib.__version__])
     digests = [pagecache.record_digest(p, salt) for p in pages]
-    found = [cache.find(d) for d in digests]
+    found = [cache.find(d) if cache is not None else None for d in digests]
     todo = [i for i, loc in enumerate(found) if loc is None]
-    drawn = None
-    if todo:
+    drawn: list[tuple[list[int], bytes]] = []  # (page indices, document)
+    if helpers is not None:  # also when nothing is to draw: they may be building the HTML page
+        for i in todo:
+            helpers.draw(i, pages[i])
+        drawn = helpers.finish()
+    elif todo:
         buf = io.BytesIO()
         with PdfPages(buf, metadata=meta) as pdf:
             for i in todo:
                 pdf.savefig(pages[i].fig)
                 pages[i].release()
-        drawn = cache.add(buf.getvalue(), [digests[i] for i in todo])
-    if drawn is not None and len(todo) == len(pages):  # every page new: the drawn document is the report
-        pdf_path.write_bytes(cache.document(drawn))
+        drawn = [(todo, buf.getvalue())]
+    docs: dict[str, bytes] = {}
+    where: dict[int, tuple[str, int]] = {}
+    for indices, blob in drawn:
+        if cache is not None:
+            doc = cache.add(blob, [digests[i] for i in indices])
+        else:
+            doc = f"drawn-{len(docs)}"
+        docs[doc] = blob
+        where.update((i, (doc, k)) for k, i in enumerate(indices))
+    if helpers is None and len(todo) == len(pages):
+        pdf_path.write_bytes(drawn[0][1])  # every page new, drawn here in one document: it is the report
     else:
         import pypdf
 
-        where = dict(zip(todo, ((drawn, k) for k in range(len(todo)))))
         readers: dict = {}
         writer = pypdf.PdfWriter()
         for i in range(len(pages)):
             doc, k = found[i] if found[i] is not None else where[i]
             if doc not in readers:
-                readers[doc] = pypdf.PdfReader(io.BytesIO(cache.document(doc)))
+                readers[doc] = pypdf.PdfReader(io.BytesIO(docs[doc] if doc in docs else cache.document(doc)))
             writer.add_page(readers[doc].pages[k])
         created = meta["CreationDate"].strftime("D:%Y%m%d%H%M%SZ")
         writer.add_metadata({f"/{k}": v for k, v in meta.items() if k != "CreationDate"}
                             | {"/CreationDate": created, "/Producer": f"matplotlib pdf backend, pypdf {pypdf.__version__}"})
         with open(pdf_path, "wb") as f:
             writer.write(f)
-    cache.save(name, digests)
+    if cache is not None:
+        cache.save(name, digests)
 
 
 def _slug(text: str) -> str:

@@ -1,0 +1,227 @@
+"""Helper processes that draw report pages, and the HTML page, beside the process building them.
+
+A suite's report step has three parts that need not wait for each other once
+the page records exist: drawing the PDF's changed pages, subsetting their fonts,
+and writing the HTML page. `Helpers` starts its processes first, so that their
+imports (matplotlib, plotly) overlap the parent's loading of the cubes and
+building of the records; the parent then hands them work through one queue:
+
+* ``("page", index, slug, record, draw)``: draw one page; each helper draws the
+  pages it takes into its own PDF document (its fonts are subset once, when the
+  document closes);
+* ``("html", cubes, title)``: build the HTML page from the loaded cubes.
+
+Helpers take the next task as soon as they are free, so a helper held up by
+the HTML page or a heavy figure draws fewer pages. `Helpers.finish` returns
+each helper's document with the indices of the pages it holds, in its order;
+the parent merges the report from them (`cmbench.report.pdf`), so the report's
+pages and their order are those of drawing them in one process.
+
+Start method: a helper is forked from the parent (it then starts with the
+parent's modules, for nothing) only where that is safe: on Linux, with no other
+thread running in the parent and no Dask client made in it (a fork copies
+locks that other threads may hold; a run on a Dask cluster asks for ``spawn``).
+Elsewhere it is spawned, and imports what it needs. ``CMBENCH_REPORT_START``
+(``fork`` or ``spawn``) overrides the choice.
+
+A helper that raises makes `finish` raise `HelperError` naming the page and the
+helper's traceback; one that ends without reporting (killed, out of memory)
+makes it raise `HelperError` with its exit code. The parent writes nothing
+then: reports are written only once every part is back.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Optional, Sequence
+
+__all__ = ["Helpers", "HelperError", "start_method", "START_ENV"]
+
+#: environment variable forcing the helpers' start method (``fork`` or ``spawn``)
+START_ENV = "CMBENCH_REPORT_START"
+#: seconds between checks that the helpers are alive while waiting for them
+POLL = 0.2
+
+
+class HelperError(RuntimeError):
+    """A report helper process failed; nothing of the report was written."""
+
+
+def start_method() -> str:
+    """``"fork"`` where forking this process is safe (see the module docstring), else ``"spawn"``.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        ``CMBENCH_REPORT_START`` names another method, or one this platform lacks.
+    """
+    forced = os.environ.get(START_ENV, "").strip()
+    if forced:
+        if forced not in ("fork", "spawn") or forced not in mp.get_all_start_methods():
+            from ..errors import UserError
+
+            raise UserError(f"{START_ENV}={forced!r}: expected 'fork' or 'spawn' "
+                            f"(this platform has {', '.join(mp.get_all_start_methods())})")
+        return forced
+    client = sys.modules.get("distributed.client")  # xarray imports distributed; a client is what counts
+    safe = (sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
+            and not _other_threads() and not getattr(client, "_global_clients", None))
+    return "fork" if safe else "spawn"
+
+
+def _other_threads() -> list:
+    """Threads other than this one, but tqdm's progress-bar monitor: it sleeps once the
+    run's bar is closed, and the only lock it takes is tqdm's, which a helper never uses."""
+    monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
+    return [t for t in threading.enumerate() if t is not threading.current_thread()
+            and not (monitor is not None and isinstance(t, monitor))]
+
+
+class Helpers:
+    """``n`` helper processes, started at once, waiting for pages to draw.
+
+    Parameters
+    ----------
+    n : how many processes (at least 1).
+    method : ``"fork"`` or ``"spawn"``; default `start_method`.
+    meta : the metadata of each helper's PDF document.
+    """
+
+    def __init__(self, n: int, *, method: Optional[str] = None, meta: Optional[dict] = None) -> None:
+        self.method = method or start_method()
+        ctx = mp.get_context(self.method)
+        self.tasks = ctx.Queue()
+        self.results = ctx.Queue()
+        self.procs = [ctx.Process(target=_main, args=(self.tasks, self.results, k, meta or {}),
+                                  name=f"cmbench-report-{k}", daemon=True) for k in range(max(1, n))]
+        for p in self.procs:
+            p.start()
+        self.pages = 0
+        self.html_asked = False
+        self.html: Optional[str] = None
+
+    def draw(self, index: int, page) -> None:
+        """Have a helper draw ``page`` (a `layout.Page`) as page ``index`` of the report."""
+        self.tasks.put(("page", index, page.slug, page.record, page.draw))
+        self.pages += 1
+
+    def build_html(self, cubes: Sequence, title: str) -> None:
+        """Have a helper build the HTML page of the loaded ``cubes`` (`load.Cube`)."""
+        self.tasks.put(("html", list(cubes), title))
+        self.html_asked = True
+
+    def finish(self) -> list[tuple[list[int], bytes]]:
+        """Wait for every task; return each helper's document as (page indices, PDF bytes).
+
+        Helpers that drew no page give no document. The HTML page, if asked
+        for, is then in ``html``.
+
+        Raises
+        ------
+        HelperError
+            A helper raised, or ended without reporting.
+        """
+        for _ in self.procs:
+            self.tasks.put(None)
+        docs: dict[int, tuple[list[int], Optional[bytes]]] = {}
+        html_done = not self.html_asked
+        while len(docs) < len(self.procs) or not html_done:
+            try:
+                msg = self.results.get(timeout=POLL)
+            except queue.Empty:
+                self._check_alive(docs)
+                continue
+            if msg[0] == "error":
+                _, k, what, text = msg
+                raise HelperError(f"report helper {k} failed while {what}; no report was written:\n{text}")
+            if msg[0] == "html":
+                self.html, html_done = msg[1], True
+            elif msg[0] == "doc":
+                _, k, indices, blob = msg
+                docs[k] = (indices, blob)
+        out = [(indices, blob) for _, (indices, blob) in sorted(docs.items()) if indices]
+        if sum(len(i) for i, _ in out) != self.pages:
+            raise HelperError(f"report helpers returned {sum(len(i) for i, _ in out)} of the "
+                              f"{self.pages} pages asked for; no report was written")
+        return out
+
+    def _check_alive(self, docs: dict) -> None:
+        for k, p in enumerate(self.procs):
+            if k not in docs and p.exitcode is not None:
+                # a helper that finished has flushed its result into the queue: look once more
+                time.sleep(POLL)
+                if self.results.empty():
+                    raise HelperError(f"report helper {k} (pid {p.pid}) ended with exit code "
+                                      f"{p.exitcode} before finishing its pages; no report was written")
+                return
+
+    def close(self) -> None:
+        """Stop the helpers (at once, if they still run) and free the queues."""
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+        for p in self.procs:
+            p.join(timeout=5)
+        for q in (self.tasks, self.results):
+            q.cancel_join_thread()  # a task nobody will read must not hold the parent at exit
+            q.close()
+
+    def __enter__(self) -> "Helpers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# -- the helper's side --------------------------------------------------------------------------
+def _main(tasks, results, k: int, meta: dict) -> None:
+    """Draw pages into one document until told to stop; report it (or the first error)."""
+    what = "starting"
+    try:
+        import io
+
+        import matplotlib
+        from matplotlib.backends.backend_pdf import PdfPages
+
+        from . import pdf as _pdf  # noqa: F401  the drawing modules, imported while the parent builds
+        from .style import RC
+
+        buf, doc, indices = io.BytesIO(), None, []
+        with matplotlib.rc_context(RC):
+            while True:
+                what = "waiting for work"
+                task = tasks.get()
+                if task is None:
+                    break
+                if task[0] == "html":
+                    what = "building the HTML report"
+                    from .html import build_html
+
+                    results.put(("html", build_html(task[1], title=task[2])))
+                    continue
+                _, index, slug, record, draw = task
+                what = f"drawing page {index + 1} ({slug})"
+                if doc is None:
+                    doc = PdfPages(buf, metadata=meta)
+                fig = draw(record)
+                doc.savefig(fig)
+                fig.clear()
+                indices.append(index)
+            what = "writing its PDF document (fonts)"
+            if doc is not None:
+                doc.close()
+        results.put(("doc", k, indices, buf.getvalue() if indices else None))
+    except BaseException as exc:  # the parent must hear of any failure, then stop the others
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        try:
+            results.put(("error", k, what, text.rstrip()))
+        finally:
+            results.close()
+            results.join_thread()
+        os._exit(1)
+

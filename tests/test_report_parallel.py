@@ -1,0 +1,125 @@
+"""The report step in helper processes: the same reports as drawn in one process, the page cache
+kept and reused, and a helper's failure reported without a half-written report."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cmbench.errors import UserError
+from cmbench.report import helpers
+from cmbench.report.helpers import HelperError
+from cmbench.report.outputs import write_suite_reports
+
+from test_report import make_cube, pdf_pages_text
+
+ADVERSARIES = ("min-rho", "random-rho")
+
+
+def _run(tmp_path: Path, name: str, ds, workers: int, cache: Path | None = None) -> SimpleNamespace:
+    """A finished run's outputs (as the runner gives them) for ``ds``, its reports written."""
+    from cmbench.cube import save
+    from cmbench.runner.outputs import content_digest
+
+    folder = tmp_path / name
+    cube = save(ds, folder / "smoke" / "synthetic.nc")
+    outputs = SimpleNamespace(cubes=(cube,), digests=(content_digest(ds),), report=folder / "smoke",
+                              cache=cache or folder / "smoke" / ".cache")
+    write_suite_reports(outputs, workers=workers)
+    return outputs
+
+
+def _texts(path: Path) -> list[str]:
+    """The pages' text, without when and where (folder) the report was written."""
+    folder = str(path.parent)
+    return [re.sub(r"Report written \S+", "", t).replace(folder, "") for t in pdf_pages_text(path)]
+
+
+def _html(path: Path) -> str:
+    """The page, without when and where it was written and the SVG's random clip-path ids."""
+    text = re.sub(r"Written \S+ by|<dc:date>[^<]*</dc:date>", "", path.read_text(encoding="utf-8"))
+    return re.sub(r'(#|id=")p[0-9a-f]{10}\b', r"\1p", text).replace(str(path.parent), "")
+
+
+def _index(cache: Path) -> dict:
+    return json.loads((cache / "pages" / "index.json").read_text())["pages"]
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_helpers_write_the_reports_that_one_process_writes(tmp_path, monkeypatch, method):
+    monkeypatch.setenv(helpers.START_ENV, method)
+    ds = make_cube(adversaries=ADVERSARIES)
+    serial = _run(tmp_path, "serial", ds, workers=1)
+    parallel = _run(tmp_path, "parallel", ds, workers=2)
+    a, b = (Path(f"{o.report}.pdf") for o in (serial, parallel))
+    assert len(pdf_pages_text(b)) == len(pdf_pages_text(a)) > 8
+    assert _texts(b) == _texts(a)  # the same pages, in the same order
+    assert _html(Path(f"{parallel.report}.html")) == _html(Path(f"{serial.report}.html"))
+    assert not list(b.parent.glob("*.part"))
+    docs = {loc[0] for loc in _index(parallel.cache).values()}
+    assert len(docs) == 2  # each helper drew its share into its own document, which the cache keeps
+    assert {p.stem for p in (parallel.cache / "pages").glob("*.pdf")} == docs
+
+
+def test_a_rerun_takes_the_helpers_pages_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(helpers.START_ENV, "fork")
+    ds = make_cube(adversaries=ADVERSARIES)
+    first = _run(tmp_path, "a", ds, workers=2)
+    before = _index(first.cache)
+    changed = ds.copy(deep=True)  # one method's l2 error under one adversary
+    sel = dict(adversary="random-rho", recoverer="none", estimator="mean")
+    changed["l2"].loc[sel] = changed["l2"].loc[sel] * 3
+    second = _run(tmp_path, "a", changed, workers=2, cache=first.cache)
+    after = _index(second.cache)
+    kept = {d for d in after if d in before and after[d] == before[d]}
+    assert kept and len(kept) >= len(after) - 4  # only the pages whose data changed were drawn again
+    fresh = _run(tmp_path, "fresh", changed, workers=1)
+    assert _texts(Path(f"{second.report}.pdf")) == _texts(Path(f"{fresh.report}.pdf"))
+
+
+def _explode(record):
+    raise ValueError("this page cannot be drawn")
+
+
+def _vanish(record):
+    os._exit(9)
+
+
+@pytest.mark.parametrize("draw, message", [(_explode, "ValueError: this page cannot be drawn"),
+                                            (_vanish, "ended with exit code 9")])
+def test_a_failing_helper_is_named_and_no_report_is_written(tmp_path, monkeypatch, draw, message):
+    from cmbench.report import figures
+
+    monkeypatch.setenv(helpers.START_ENV, "fork")  # the helpers see the broken drawing function
+    monkeypatch.setattr(figures, "draw_runtime", draw)
+    with pytest.raises(HelperError, match=re.escape(message)) as info:
+        _run(tmp_path, "broken", make_cube(), workers=2)
+    assert "no report was written" in str(info.value)
+    if draw is _explode:
+        assert "synthetic-runtime" in str(info.value)  # the page it was drawing
+    folder = tmp_path / "broken"
+    assert not list(folder.glob("smoke.*")) and not list(folder.rglob("*.part"))
+
+
+def test_helpers_are_forked_only_where_that_is_safe(monkeypatch):
+    monkeypatch.delenv(helpers.START_ENV, raising=False)
+    if not (os.uname().sysname == "Linux"):
+        pytest.skip("fork is used on Linux only")
+    if threading.active_count() == 1:  # an earlier test may have left a thread behind
+        assert helpers.start_method() == "fork"
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:  # another thread may hold a lock that a fork would copy held
+        assert helpers.start_method() == "spawn"
+    finally:
+        stop.set()
+        thread.join()
+    monkeypatch.setenv(helpers.START_ENV, "thread")
+    with pytest.raises(UserError, match=helpers.START_ENV):
+        helpers.start_method()
