@@ -327,6 +327,192 @@ class _Completion:
 
 
 
+class _PatternCompletion(_Completion):
+    """The same refill map, computed once per missing pattern instead of once per row.
+
+    A row's refill is affine in its visible entries, with coefficients that
+    depend only on its missing pattern and the model: ``y_M = mu_M + T (y_V -
+    mu_V)``, with ``T = -P_MM^{-1} P_MV`` on the m side and ``T = B_M (B_V^T
+    B_V + lam I)^+ B_V^T`` on the k side (the same map; directions the visible
+    entries leave free cut as there). So a pass needs one map per pattern
+    and, per pattern, the count, mean and centred scatter of its rows'
+    visible entries, computed once: the moments of the filled data, the
+    change of the filled entries and their scale follow from those (equal
+    to the row-by-row sums up to rounding) without reading the rows. The
+    filled entries are written once, by `finish`, from the last pass's maps.
+    Worth it when many rows share each pattern (`worth_it`).
+    """
+
+    @staticmethod
+    def worth_it(pats: np.ndarray, inverse: np.ndarray) -> bool:
+        """Whether the per-pattern pass is the cheaper one.
+
+        A pass costs about as many numpy calls either way; per row, its
+        arrays grow with the rows, per pattern with patterns x n^2. So: at
+        least 8 incomplete rows per incomplete pattern, and the maps within
+        one block of memory.
+
+        Parameters
+        ----------
+        pats, inverse : `batched.patterns` of the missing mask.
+
+        Returns
+        -------
+        bool
+        """
+        n = pats.shape[1]
+        count = pats.sum(axis=1)
+        live = (count > 0) & (count < n)
+        patterns = int(live.sum())
+        rows = int(live[inverse].sum())
+        return patterns > 0 and rows >= 8 * patterns and patterns * n * n <= BLOCK_ELEMENTS
+
+    def __init__(self, X: np.ndarray, out: np.ndarray, k: int, shrink: float, center: bool,
+                 rcond: float, pats: np.ndarray, inverse: np.ndarray, ref: Optional[np.ndarray] = None):
+        N, n = X.shape
+        self.X, self.out, self.n, self.k = X, out, n, k
+        self.shrink, self.center, self.tau = shrink, center, rcond * rcond
+        count = pats.sum(axis=1)
+        self.ref = batched.column_medians(X) if ref is None else ref
+        # the row engine's sides, so both engines solve each pattern alike
+        self.groups = self._plan(count[inverse])
+        live = np.flatnonzero(count < n)  # patterns of rows with a visible entry (complete ones included)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(pats) + 1))
+        self.rows = [order[bounds[p]:bounds[p + 1]] for p in live]
+        self.miss = pats[live]
+        self.vis = ~self.miss
+        self.count = count[live]
+        self.n_live = int(sum(len(r) for r in self.rows))
+        P = len(live)
+        self.cnt = np.array([len(r) for r in self.rows], float)
+        self.ybar, self.C = np.zeros((P, n)), np.zeros((P, n, n))
+        for p, r in enumerate(self.rows):
+            Y = X[r] - self.ref
+            Y[:, self.miss[p]] = 0.0
+            self.ybar[p] = Y.mean(axis=0)
+            E = Y - self.ybar[p]
+            self.C[p] = E.T @ E
+        self.T, self.g = np.zeros((P, n, n)), np.zeros((P, n))  # the start: every missing entry at ref
+        # Each bucket's patterns and, on the m side, its gather indices (fixed for the run).
+        self.buckets = []
+        for lo, hi, side in self.groups:
+            at = np.flatnonzero((self.count > lo) & (self.count <= hi))
+            if at.size == 0:
+                continue
+            if side == "k":
+                self.buckets.append(("k", at, None, None))
+                continue
+            cols = self._m_columns(self.miss[at], self.count[at])  # (w, R), pads -1
+            w = cols.shape[0]
+            pad = cols < 0
+            # pads index a dummy column n of the extended P (identity there, 0 elsewhere:
+            # their unknowns come out 0); pad-pad off-diagonals point at a 0 past the end
+            dummy = np.where(pad, n, cols).astype(np.intp)
+            Aidx = dummy[:, None, :] * (n + 1) + dummy[None, :, :]
+            off = (pad[:, None, :] & pad[None, :, :]) & ~np.eye(w, dtype=bool)[:, :, None]
+            Aidx[off] = (n + 1) ** 2
+            self.buckets.append(("m", at, dummy, Aidx))
+
+    def start(self) -> np.ndarray:
+        """Fill every missing entry with its column median; the moments of that."""
+        for p, r in enumerate(self.rows):
+            if self.count[p]:
+                block = self.out[r]
+                np.copyto(block, self.ref, where=self.miss[p])
+                self.out[r] = block
+        S = np.einsum("p,pi,pj->ij", self.cnt, self.ybar, self.ybar) + self.C.sum(axis=0)
+        return self.theta(S, self.cnt @ self.ybar)
+
+    def _maps(self, mu, V, ell, lam) -> np.ndarray:
+        """Each pattern's map T (P, n, n): rows on its missing entries, columns on its visible ones."""
+        n, k = self.n, self.k
+        sig = np.full(n, lam)
+        sig[:k] = ell + lam
+        p = np.where(sig > 0, sig.min() / np.where(sig > 0, sig, 1.0), 1.0)
+        U = V[:, :k]
+        Pext = np.zeros((n + 1, n + 1))  # a dummy column n (identity) pads the buckets
+        Pext[:n, :n] = (V * p) @ V.T
+        Pext[n, n] = 1.0
+        Pflat = np.append(Pext.ravel(), 0.0)  # a last 0 for the pads' off-diagonal
+        B = U * np.sqrt(ell)
+        tau_m = max(self.tau * float(ell.max() / ell.min()), self._TAU_M)
+        T = np.zeros((len(self.count), n + 1, n))  # row n: the pads' scratch
+        kside = []
+        for side, at, dummy, Aidx in self.buckets:
+            if side == "k":
+                kside.append(at)
+                continue
+            # m side: -P_MM^{-1} P_M, whose columns on M are then cut (the map reads d_V only)
+            L, skip = batched.psd_factor(np.take(Pflat, Aidx), tau_m)
+            X = _solve_columns(L, skip, Pext[dummy, :n])  # pads' rows of Pext are 0
+            bad = skip.any(axis=0)
+            if bad.any():  # P_MM (nearly) singular: the k side's cut decides
+                kside.append(at[bad])
+                at, dummy, X = at[~bad], dummy[:, ~bad], X[:, ~bad]
+            T[at[None, :], dummy, :] = -X
+        if kside:
+            at = np.concatenate(kside)
+            vis = self.vis[at].astype(float)
+            KBt = (B.T[:, None, :] * B.T[None, :, :]).reshape(k * k, n)
+            G = (KBt @ vis.T).reshape(k, k, -1)
+            diag = np.arange(k)
+            G[diag, diag] += lam
+            L, skip = batched.psd_factor(G, self.tau, floor=self.tau * float(ell.max()))
+            coef = _solve_columns(L, skip, B.T[:, None, :] * vis[None, :, :])  # (k, R, n)
+            if skip.any():
+                for q in batched.null_basis(L, skip):
+                    coef -= q[:, :, None] * np.einsum("kr,krj->rj", q, coef)[None]
+            T[at, :n, :] = np.einsum("ik,krj->rij", B, coef) * self.miss[at][:, :, None]
+        T = T[:, :n, :]
+        T *= self.vis[:, None, :]  # columns on the visible entries only
+        return T
+
+    def apply(self, theta: np.ndarray):
+        """One pass of the refill map, from the patterns' statistics.
+
+        Returns the new moments, the norm of the change of the filled
+        entries and the norm of the filled entries about the mean.
+        """
+        mu, V, ell, lam = self.model(theta)
+        T = self._maps(mu, V, ell, lam)
+        n, P = self.n, len(self.count)
+        g = self.miss * mu - T @ mu  # filled = y + T y + g on each pattern's missing entries
+        zbar = self.ybar + np.einsum("pij,pj->pi", T, self.ybar) + g  # the filled rows' mean
+        TC = T @ self.C
+        # sum over patterns of F C F^T, F = diag(visible) + T, as one product
+        F = T + self.vis[:, :, None] * np.eye(n)
+        S = (np.einsum("p,pi,pj->ij", self.cnt, zbar, zbar)
+             + (self.C + TC).transpose(1, 0, 2).reshape(n, P * n) @ F.transpose(0, 2, 1).reshape(P * n, n))
+        s = self.cnt @ zbar
+        dT, dg = T - self.T, g - self.g
+        r = np.einsum("pij,pj->pi", dT, self.ybar) + dg
+        change2 = self.cnt @ np.einsum("pi,pi->p", r, r) + np.vdot(dT @ self.C, dT)
+        dev = np.einsum("pij,pj->pi", T, self.ybar - mu)
+        scale2 = self.cnt @ np.einsum("pi,pi->p", dev, dev) + np.vdot(TC, T)
+        self.T, self.g = T, g
+        return self.theta(S, s), float(np.sqrt(max(change2, 0.0))), float(np.sqrt(max(scale2, 0.0)))
+
+    def finish(self) -> None:
+        """Write the filled entries of the last pass into ``out``."""
+        for p, r in enumerate(self.rows):
+            if not self.count[p]:
+                continue
+            m = self.miss[p]
+            Y = self.X[r] - self.ref
+            Y[:, m] = 0.0
+            block = self.out[r]
+            block[:, m] = (Y @ self.T[p][m].T + self.g[p][m]) + self.ref[m]
+            self.out[r] = block
+
+
+def _solve_columns(L: np.ndarray, skip: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`batched.psd_solve` for several right-hand sides per system: b (m, R, q) -> (m, R, q)."""
+    m, R, q = b.shape
+    x = batched.psd_solve(np.repeat(L, q, axis=2), np.repeat(skip, q, axis=1), b.reshape(m, R * q))
+    return x.reshape(m, R, q)
+
+
 class _Anderson:
     """Anderson acceleration (type II) of a fixed-point iteration x <- g(x).
 
@@ -435,7 +621,15 @@ def ppca_impute(X: np.ndarray, *, rng=None, structure=None, rank=None,
     precision matrix) or, when m is large, by the k x k solve above,
     whichever is cheaper; rows are bucketed by m and each bucket is one
     batched Cholesky vectorised across rows. Steps 1 and 2 share one chunked
-    pass over the data per iteration, so temporaries stay a few MB. The
+    pass over the data per iteration, so temporaries stay a few MB. Where
+    many rows share each missing pattern (at least 8 incomplete rows per
+    pattern, as on a data set with few columns and many rows), a pass is
+    computed per pattern instead: a row's refill is affine in its visible
+    entries with coefficients set by its pattern, so the moments of the
+    filled data and the change of the filled entries follow from each
+    pattern's count, mean and scatter of visible entries (computed once),
+    equal to the row-by-row pass up to rounding, and the rows are written
+    once, after the last pass. The
     iteration is a fixed-point map on the moments (mean, second moment) of
     the filled data; with ``memory`` > 0, Anderson acceleration extrapolates
     those n + n^2 numbers from the last ``memory`` iterations. With
@@ -495,17 +689,28 @@ def ppca_impute(X: np.ndarray, *, rng=None, structure=None, rank=None,
     if not seen.all():
         raise cmbench.Undefined(f"ppca-impute: column(s) {np.flatnonzero(~seen).tolist()} have no visible entry")
 
-    comp = _Completion(X, out, k, shrink, center, rcond)
+    comp = _completion(X, out, k, shrink, center, rcond)
     theta = comp.start()
     info = {}
     step = N // coarse if coarse and N >= 4 * coarse else 1
     if step > 1:
         Xs = np.ascontiguousarray(X[::step])
         if not np.isnan(Xs).all(axis=0).any():  # else the coarse model lacks a column
-            small = _Completion(Xs, Xs.copy(), k, shrink, center, rcond, ref=comp.ref)
+            small = _completion(Xs, Xs.copy(), k, shrink, center, rcond, ref=comp.ref)
             theta, _, info["coarse_iterations"] = _iterate(small, small.start(), tol, max_iter, memory)
     _, converged, iterations = _iterate(comp, theta, tol, max_iter, memory)
+    if iterations and isinstance(comp, _PatternCompletion):
+        comp.finish()
     return out, {"converged": converged, "iterations": iterations, **info}
+
+
+def _completion(X: np.ndarray, out: np.ndarray, k: int, shrink: float, center: bool, rcond: float,
+                ref: Optional[np.ndarray] = None) -> _Completion:
+    """The refill map of X: per pattern where many rows share each missing pattern, else per row."""
+    pats, inverse = batched.patterns(np.isnan(X))
+    if _PatternCompletion.worth_it(pats, inverse):
+        return _PatternCompletion(X, out, k, shrink, center, rcond, pats, inverse, ref=ref)
+    return _Completion(X, out, k, shrink, center, rcond, ref=ref)
 
 
 def _iterate(comp: _Completion, theta: np.ndarray, tol: float, max_iter: int, memory: int):
