@@ -370,28 +370,30 @@ class _PatternCompletion(_Completion):
     def __init__(self, X: np.ndarray, out: np.ndarray, k: int, shrink: float, center: bool,
                  rcond: float, pats: np.ndarray, inverse: np.ndarray, ref: Optional[np.ndarray] = None):
         N, n = X.shape
-        self.X, self.out, self.n, self.k = X, out, n, k
+        self.out, self.n, self.k = out, n, k
         self.shrink, self.center, self.tau = shrink, center, rcond * rcond
         count = pats.sum(axis=1)
         self.ref = batched.column_medians(X) if ref is None else ref
         # the row engine's sides, so both engines solve each pattern alike
         self.groups = self._plan(count[inverse])
         live = np.flatnonzero(count < n)  # patterns of rows with a visible entry (complete ones included)
+        keep = np.zeros(len(pats), bool)
+        keep[live] = True
         order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(len(pats) + 1))
-        self.rows = [order[bounds[p]:bounds[p + 1]] for p in live]
-        self.miss = pats[live]
-        self.vis = ~self.miss
-        self.count = count[live]
-        self.n_live = int(sum(len(r) for r in self.rows))
-        P = len(live)
-        self.cnt = np.array([len(r) for r in self.rows], float)
-        self.ybar, self.C = np.zeros((P, n)), np.zeros((P, n, n))
-        for p, r in enumerate(self.rows):
-            Y = X[r] - self.ref
-            Y[:, self.miss[p]] = 0.0
-            self.ybar[p] = Y.mean(axis=0)
-            E = Y - self.ybar[p]
+        order = order[keep[inverse[order]]]  # the live rows, grouped by pattern
+        self.miss, self.vis, self.count = pats[live], ~pats[live], count[live]
+        sizes = np.bincount(inverse, minlength=len(pats))[live]
+        self.bounds = np.concatenate([[0], np.cumsum(sizes)])
+        self.order, self.n_live, P = order, int(order.size), len(live)
+        self.cnt = sizes.astype(float)
+        # The live rows in shifted coordinates, grouped by pattern, missing entries 0:
+        # the statistics below, and the rows `finish` fills.
+        self.Ys = X[order] - self.ref
+        np.nan_to_num(self.Ys, copy=False, nan=0.0)
+        self.ybar = np.add.reduceat(self.Ys, self.bounds[:-1], axis=0) / self.cnt[:, None]
+        self.C = np.empty((P, n, n))
+        for p in range(P):
+            E = self.Ys[self.bounds[p]:self.bounds[p + 1]] - self.ybar[p]
             self.C[p] = E.T @ E
         self.T, self.g = np.zeros((P, n, n)), np.zeros((P, n))  # the start: every missing entry at ref
         # Each bucket's patterns and, on the m side, its gather indices (fixed for the run).
@@ -416,11 +418,10 @@ class _PatternCompletion(_Completion):
 
     def start(self) -> np.ndarray:
         """Fill every missing entry with its column median; the moments of that."""
-        for p, r in enumerate(self.rows):
-            if self.count[p]:
-                block = self.out[r]
-                np.copyto(block, self.ref, where=self.miss[p])
-                self.out[r] = block
+        rows = self.order
+        block = self.out[rows]
+        np.copyto(block, self.ref, where=np.isnan(block))
+        self.out[rows] = block  # all-missing rows are not among them: they stay NaN
         S = np.einsum("p,pi,pj->ij", self.cnt, self.ybar, self.ybar) + self.C.sum(axis=0)
         return self.theta(S, self.cnt @ self.ybar)
 
@@ -495,15 +496,16 @@ class _PatternCompletion(_Completion):
 
     def finish(self) -> None:
         """Write the filled entries of the last pass into ``out``."""
-        for p, r in enumerate(self.rows):
-            if not self.count[p]:
-                continue
-            m = self.miss[p]
-            Y = self.X[r] - self.ref
-            Y[:, m] = 0.0
-            block = self.out[r]
-            block[:, m] = (Y @ self.T[p][m].T + self.g[p][m]) + self.ref[m]
-            self.out[r] = block
+        filled = np.empty_like(self.Ys)
+        for p in range(len(self.count)):
+            rows = slice(self.bounds[p], self.bounds[p + 1])
+            np.matmul(self.Ys[rows], self.T[p].T, out=filled[rows])
+            filled[rows] += self.g[p]
+        filled += self.ref
+        block = self.out[self.order]
+        miss = np.repeat(self.miss, self.cnt.astype(np.intp), axis=0)
+        block[miss] = filled[miss]
+        self.out[self.order] = block
 
 
 def _solve_columns(L: np.ndarray, skip: np.ndarray, b: np.ndarray) -> np.ndarray:
