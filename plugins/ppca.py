@@ -631,7 +631,8 @@ def ppca_impute(X: np.ndarray, *, rng=None, structure=None, rank=None,
     filled data and the change of the filled entries follow from each
     pattern's count, mean and scatter of visible entries (computed once),
     equal to the row-by-row pass up to rounding, and the rows are written
-    once, after the last pass. The
+    once, after the last pass (from a copy of the data grouped by pattern,
+    held for the run: one more array the size of X). The
     iteration is a fixed-point map on the moments (mean, second moment) of
     the filled data; with ``memory`` > 0, Anderson acceleration extrapolates
     those n + n^2 numbers from the last ``memory`` iterations. With
