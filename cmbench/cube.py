@@ -13,6 +13,7 @@ use the format without them.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import platform
@@ -245,6 +246,12 @@ def environment() -> dict:
     threadpoolctl finds: its API, version, kernel architecture and threading
     layer), ``cpu`` (model name and logical cores), ``platform``.
     """
+    return dict(_environment())
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> dict:
+    # once per process: listing the BLAS libraries walks every shared object loaded
     import sys
 
     import scipy

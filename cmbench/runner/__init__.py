@@ -14,7 +14,7 @@ from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
 from ..output import inside, writable_folder
 from ..suite import Experiment, Suite, load_suite
-from .executors import run_jobs
+from .executors import prestart, run_jobs
 from .stages import lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
 from . import units
@@ -245,20 +245,37 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     planned = plan(suite, timeout, packed.digest)
     results = {exp.name: {} for exp in suite.experiments}
     todo, pending, known = [], {}, []
-    for exp, job in planned:
-        keys = unit_keys(suite.seed, exp, job)
-        result, work = lookup(store, exp, keys)
-        if work is None:
-            results[exp.name][job.coords] = result
-            continue
-        job = dataclasses.replace(job, work=work)
-        pending[(job.experiment, job.coords)] = (exp, keys)
-        load = datasets.get((exp.name, job.dataset))
-        failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
-        if failure is not None:
-            known.append((job, work_result(dict(failure))))
-        else:
+    # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
+    isolate = uses_foreign_plugins(suite) and not units.POST_MORTEM
+    ready = None  # local worker processes, started at the first unit to compute
+    try:
+        for exp, job in planned:
+            keys = unit_keys(suite.seed, exp, job)
+            result, work = lookup(store, exp, keys)
+            if work is None:
+                results[exp.name][job.coords] = result
+                continue
+            job = dataclasses.replace(job, work=work)
+            pending[(job.experiment, job.coords)] = (exp, keys)
+            load = datasets.get((exp.name, job.dataset))
+            failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
+            if failure is not None:
+                known.append((job, work_result(dict(failure))))
+                continue
             todo.append(job)
+            if ready is None and not scheduler and (workers > 1 or isolate):
+                # the workers start (imports, the suite's rebuild) while the rest is looked up
+                ready = prestart(workers, packed)
+        return _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, packed, datasets,
+                          planned, results, todo, pending, known, isolate, ready)
+    finally:
+        if ready is not None:  # unused, or the sweep ended early: its workers go
+            ready.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, packed, datasets, planned,
+               results, todo, pending, known, isolate, ready) -> dict:
+    """Compute ``todo`` (and take the ``known`` failures), storing each unit as it arrives."""
     # Longest first, so that no worker is left alone with a long unit at the end of the
     # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
     # of equal cost keep the plan's order.
@@ -273,9 +290,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     bar.set_postfix(cached=stats.cached, failed=0)
     running = None
     try:
-        # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
-        running = run_jobs(todo, execute, workers, scheduler,
-                           isolate=uses_foreign_plugins(suite) and not units.POST_MORTEM, bundle=packed)
+        running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed, pool=ready)
         for job, out in itertools.chain(known, running):
             exp, keys = pending[(job.experiment, job.coords)]
             fresh, cacheable, matrices = records_of(out, keys)

@@ -73,7 +73,28 @@ def _watch_parent(parent: int, interval: float = 0.5) -> None:
     os._exit(1)
 
 
-def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
+def prestart(workers: int, bundle=None) -> ProcessPoolExecutor:
+    """A pool of ``workers`` local processes started now, each installing ``bundle`` (for `processes`).
+
+    Spawning a worker costs its imports and the suite's rebuild; started
+    before the client has planned the whole sweep, the workers do that while
+    the client still looks units up in its cache.
+    """
+    pool = _pool(workers)
+    for _ in range(workers):  # one task per worker: each submit spawns a process
+        pool.submit(_warm, bundle)
+    return pool
+
+
+def _warm(bundle) -> None:
+    if bundle is not None:
+        from ..bundle import install
+
+        install(bundle)  # a setup error comes back with the first unit that needs it
+
+
+def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None,
+              pool: Optional[ProcessPoolExecutor] = None) -> Iterator:
     """A pool of spawned processes; a worker that dies takes only its own unit down.
 
     At most ``2 * workers`` units are in flight (enough to keep every worker
@@ -82,19 +103,24 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
     each alone in a fresh process, where a death names its unit (recorded as
     failed), and the rest of the sweep goes on in a fresh pool, in parallel.
     ``died(job, running)`` is the result of a job whose worker died while in
-    the plugin call ``running`` (default `worker_died`).
+    the plugin call ``running`` (default `worker_died`). ``pool``: a pool of
+    ``workers`` processes already started (`prestart`), used first.
     """
     queue = list(jobs)
     depth = 2 * workers
+    ready = pool
     while queue:
         suspects = []
-        pool = _pool(workers)
+        pool, ready = (ready if ready is not None else _pool(workers)), None
         try:
             pending = {}
             while queue or pending:
                 while queue and len(pending) < depth and not suspects:
                     job = queue.pop(0)
-                    pending[pool.submit(fn, job)] = job
+                    try:
+                        pending[pool.submit(fn, job)] = job
+                    except BrokenProcessPool:  # a started worker died before this job (in `prestart`'s setup)
+                        suspects.append(job)
                 if not pending:
                     break
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -274,15 +300,20 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
 
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
-             isolate: bool = False, bundle=None, died: Optional[Callable] = None) -> Iterator:
+             isolate: bool = False, bundle=None, died: Optional[Callable] = None,
+             pool: Optional[ProcessPoolExecutor] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
     ``isolate`` keeps a serial sweep out of process; a worker process first
     installs the jobs' suite ``bundle``; ``died`` makes the result of a job
-    whose local worker process died (see `processes`).
+    whose local worker process died (see `processes`); ``pool``: local
+    processes already started by `prestart` (``workers`` of them), used
+    whenever there is a job (the caller shuts it down otherwise).
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
+    if pool is not None and jobs:
+        return processes(jobs, _with(bundle, fn), workers, died, pool)
     if workers > 1 and len(jobs) > 1:
         return processes(jobs, _with(bundle, fn), workers, died)
     if isolate and jobs:

@@ -67,9 +67,10 @@ def encode(M: np.ndarray, base: np.ndarray) -> bytes:
         raise ValueError(f"cannot encode shape {M.shape} against {base.shape}")
     changed = M.view(np.uint64) != base.view(np.uint64)
     mask = zlib.compress(np.packbits(changed, axis=None).tobytes(), 1)
-    flag, values = _deflate(M[changed].tobytes())
+    where = np.flatnonzero(changed)  # C order, as a boolean mask takes them, and much faster on a scattered mask
+    flag, values = _deflate(M.reshape(-1)[where].tobytes())
     header = json.dumps({"v": VERSION, "shape": list(M.shape), "mask": len(mask), "deflated": flag,
-                         "count": int(changed.sum())}).encode()
+                         "count": int(where.size)}).encode()
     return MAGIC + struct.pack("<I", len(header)) + header + mask + values
 
 
@@ -85,16 +86,16 @@ def decode(blob: bytes, base: np.ndarray) -> np.ndarray:
             raise Damaged(f"matrix of shape {shape}, expected {tuple(base.shape)}")
         start = 8 + size
         bits = np.frombuffer(zlib.decompress(blob[start:start + int(head["mask"])]), dtype=np.uint8)
-        changed = np.unpackbits(bits, count=base.size).astype(bool).reshape(shape)
+        where = np.flatnonzero(np.unpackbits(bits, count=base.size))  # the changed entries, in C order
         raw = blob[start + int(head["mask"]):]
         raw = zlib.decompress(raw) if head["deflated"] else raw
         values = np.frombuffer(raw, dtype=np.float64)
-        if values.size != int(head["count"]) or values.size != int(changed.sum()):
+        if values.size != int(head["count"]) or values.size != where.size:
             raise Damaged("value count does not match the mask")
     except Damaged:
         raise
     except (ValueError, KeyError, TypeError, IndexError, struct.error, zlib.error) as exc:
         raise Damaged(f"matrix does not decode: {exc}") from None
     M = np.array(base, dtype=np.float64, copy=True)
-    M[changed] = values
+    M.reshape(-1)[where] = values
     return frozen(M)

@@ -147,6 +147,23 @@ def valid_info(info) -> bool:
             and not ({"error"} & set(info)))
 
 
+def _stored_canonically(raw: bytes, checksum) -> bool:
+    """Whether ``raw`` holds its body as the canonical text that ``checksum`` covers (as written).
+
+    The body is the text between ``,"body":`` (the first: the fields before it
+    are a number, the version and a hex key) and the trailing checksum field.
+    False for a document laid out otherwise (written by an older cmbench, or
+    edited): the caller then checks the parsed body the slow way.
+    """
+    if not isinstance(checksum, str):
+        return False
+    tail = b',"checksum":"%s"}' % checksum.encode()
+    start = raw.find(b',"body":')
+    if start < 0 or not raw.endswith(tail):
+        return False
+    return hashlib.sha256(raw[start + 8:len(raw) - len(tail)]).hexdigest() == checksum
+
+
 def empty_body() -> dict:
     return {"corruption": None, "recoveries": {}, "cells": {}, "pairs": {}}
 
@@ -169,6 +186,7 @@ class Store:
         self._sizes: Optional[dict] = None  # (kind, name) -> (bytes, last use)
         self._total = 0  # bytes in _sizes
         self._used: set = set()  # files used by this run: evicted last
+        self._ready = False  # the folders and the marker exist
 
     # -------------------------------------------------------------- files
     def _path(self, kind: str, key: str) -> Path:
@@ -177,18 +195,26 @@ class Store:
         return self.cache / kind / f"{key}{_SUFFIX[kind]}"
 
     def _prepare(self) -> None:
-        """Create the cache folders and the marker that says cmbench owns them."""
+        """Create the cache folders and the marker that says cmbench owns them (once per run)."""
+        if self._ready:
+            return
         marker = self.cache / MARKER
         if not marker.exists():
             self.cache.mkdir(parents=True, exist_ok=True)
             atomic_write(marker, canonical({"cmbench_cache": FORMAT}).encode())
         for kind in KINDS:
             (self.cache / kind).mkdir(exist_ok=True)
+        self._ready = True
 
     def _write(self, kind: str, key: str, data: bytes) -> None:
         self._prepare()
         path = self._path(kind, key)
-        atomic_write(path, data)
+        try:
+            atomic_write(path, data)
+        except FileNotFoundError:  # the folders went away during the run (a cache clear): make them again
+            self._ready = False
+            self._prepare()
+            atomic_write(path, data)
         self._account(kind, path.name, len(data))
 
     def _touch(self, kind: str, path: Path) -> None:
@@ -213,7 +239,8 @@ class Store:
             doc = json.loads(raw)
             ok = (isinstance(doc, dict) and doc.get("format") == FORMAT
                   and doc.get("cmbench_version") == __version__ and doc.get("key") == key
-                  and doc.get("checksum") == hashlib.sha256(canonical(doc.get("body")).encode()).hexdigest())
+                  and (_stored_canonically(raw, doc.get("checksum"))
+                       or doc.get("checksum") == hashlib.sha256(canonical(doc.get("body")).encode()).hexdigest()))
         except (ValueError, TypeError, RecursionError):
             ok = False
         if not ok:
@@ -227,9 +254,12 @@ class Store:
         return doc["body"]
 
     def _write_doc(self, kind: str, key: str, body) -> None:
-        doc = {"format": FORMAT, "cmbench_version": __version__, "key": key, "body": body,
-               "checksum": hashlib.sha256(canonical(body).encode()).hexdigest()}
-        self._write(kind, key, json.dumps(doc, separators=(",", ":")).encode())
+        # The body is written in its canonical form, the very text its checksum covers, so
+        # that a reader checks the checksum on the bytes without serializing the body again.
+        text = canonical(body).encode()
+        self._write(kind, key, b'{"format":%d,"cmbench_version":%s,"key":%s,"body":%s,"checksum":"%s"}' % (
+            FORMAT, json.dumps(__version__).encode(), json.dumps(key).encode(), text,
+            hashlib.sha256(text).hexdigest().encode()))
 
     # -------------------------------------------------------------- units
     def unit(self, key: str) -> dict:
@@ -379,6 +409,7 @@ class Store:
         self._docs.clear()
         self._sizes = None
         self._used.clear()
+        self._ready = False
         return removed
 
     # -------------------------------------------------------------- the run lock
