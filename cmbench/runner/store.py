@@ -254,12 +254,16 @@ class Store:
         return doc["body"]
 
     def _write_doc(self, kind: str, key: str, body) -> None:
-        # The body is written in its canonical form, the very text its checksum covers, so
-        # that a reader checks the checksum on the bytes without serializing the body again.
         text = canonical(body).encode()
+        checksum = hashlib.sha256(text).hexdigest()
+        if kind != "units":  # as given: the order of a data set's facts is the order of its cube attribute
+            doc = {"format": FORMAT, "cmbench_version": __version__, "key": key, "body": body, "checksum": checksum}
+            self._write(kind, key, json.dumps(doc, separators=(",", ":")).encode())
+            return
+        # A unit's records (read by name only) are written in their canonical form, the very text
+        # the checksum covers: a reader checks the bytes without serializing the body again.
         self._write(kind, key, b'{"format":%d,"cmbench_version":%s,"key":%s,"body":%s,"checksum":"%s"}' % (
-            FORMAT, json.dumps(__version__).encode(), json.dumps(key).encode(), text,
-            hashlib.sha256(text).hexdigest().encode()))
+            FORMAT, json.dumps(__version__).encode(), json.dumps(key).encode(), text, checksum.encode()))
 
     # -------------------------------------------------------------- units
     def unit(self, key: str) -> dict:
