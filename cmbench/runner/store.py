@@ -89,8 +89,15 @@ def _number(v) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or isinstance(v, bool)
 
 
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
 def _hex(v) -> bool:
-    return isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) is not None
+    return isinstance(v, str) and _HEX.fullmatch(v) is not None
+
+
+_PLAIN = frozenset((int, float, bool, type(None)))  # what JSON gives for a number (or null)
+_TYPED = frozenset(("status", "error", "info", "matrix", "corruption", "recovery", "cell"))
 
 
 def valid_record(rec) -> bool:
@@ -102,6 +109,8 @@ def valid_record(rec) -> bool:
     if not isinstance(rec, dict) or rec.get("status") not in CACHED_STATUSES:
         return False
     for k, v in rec.items():
+        if type(v) in _PLAIN and type(k) is str and k not in _TYPED:
+            continue  # a number, the common case: decided without the checks below
         if not isinstance(k, str):
             return False
         if k == "status":
