@@ -126,3 +126,13 @@ def test_long_units_go_first():
     assert _cost(job("big", 0.5, recover), data) > _cost(job("big", 0.1, recover), data)
     assert _cost(job("big", 0.1, recover), data) > _cost(job("big", 0.1, estimate), data)
     assert _cost(job("unknown", 0.1, recover), data) > 0
+
+
+def test_every_input_is_digested_before_the_call_that_gets_it():
+    import ctypes
+
+    X, A = frozen(np.arange(6.0).reshape(3, 2)), frozen(np.eye(2))
+    units._before(X, A, None)
+    ctypes.memmove(A.ctypes.data, np.full(1, 7.0).ctypes.data, 8)  # a first call writing into the structure
+    assert units.untouched(units.Outcome(units.OK), X, A).status == units.FAILED
+    assert units.untouched(units.Outcome(units.OK), X).status == units.OK

@@ -400,6 +400,13 @@ def _known_digest(a: np.ndarray) -> str:
     return value
 
 
+def _before(*inputs: Optional[np.ndarray]) -> None:
+    """Know the digest of every input a call is about to get (once per array: later calls reuse it)."""
+    for a in inputs:
+        if a is not None:
+            _known_digest(a)
+
+
 def untouched(outcome: Outcome, *inputs: Optional[np.ndarray]) -> Outcome:
     """Fail a call that changed a shared input array (its digest moved); its result is discarded.
 
@@ -658,7 +665,7 @@ def _execute(job: Job) -> WorkResult:
 
 def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: dict) -> Outcome:
     rng = rng_for(seed, "corrupt", *job.coords, *stream)
-    _known_digest(data.X)
+    _before(data.X, data.structure)  # untouched() compares both after the call
     out = call(adv.decl.fn, job.timeout, readonly(data.X), job.budget, rng=rng,
                structure=data.structure, **adv.params, **extra)
     out = guarded(check_corruption, untouched(out, data.X, data.structure), data.X, adv, job.budget)
@@ -685,7 +692,7 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         rng = rng_for(seed, "recover", *job.coords, rec.label)
         params = dict(rec.params)
         rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
-        _known_digest(Xc)
+        _before(Xc, data.structure)
         out = call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure, rank=rank, **params)
         out = guarded(check_recovery, untouched(out, Xc, data.structure), Xc)
     blame(out, rec, "recoverer")
@@ -703,7 +710,7 @@ def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery:
     if Xr is None:  # the recovery did not succeed: its status is the cell's
         return verdict(recovery)
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
-    _known_digest(Xr)
+    _before(Xr)
     res = call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params)
     res = blame(guarded(check_estimate, untouched(res, Xr), data.X.shape[1]), est, "estimator")
     cell = outcome_record(res, seconds=recovery["seconds"] + res.seconds)
