@@ -265,9 +265,26 @@ def claims_of(ds: xr.Dataset) -> list[dict]:
     return list(attr_json(ds, "claims", []))
 
 
-def evaluate_cube(ds: xr.Dataset) -> list[Verdict]:
-    """Every claim recorded in the cube, evaluated on it."""
-    return [evaluate(ds, c) for c in claims_of(ds)]
+#: verdicts by the content digest of the cube they were evaluated on (the last few cubes)
+_EVALUATED: dict[str, list[Verdict]] = {}
+_KEEP = 16
+
+
+def evaluate_cube(ds: xr.Dataset, digest: str | None = None) -> list[Verdict]:
+    """Every claim recorded in the cube, evaluated on it.
+
+    ``digest``: the cube's content digest (`cmbench.runner.outputs.content_digest`,
+    which a run gives with its cubes). Verdicts are a function of the content, so
+    a cube whose digest was evaluated before in this process (the terminal's
+    table, the report's page) is not evaluated again.
+    """
+    if digest is None:
+        return [evaluate(ds, c) for c in claims_of(ds)]
+    if digest not in _EVALUATED:
+        while len(_EVALUATED) >= _KEEP:
+            _EVALUATED.pop(next(iter(_EVALUATED)))
+        _EVALUATED[digest] = [evaluate(ds, c) for c in claims_of(ds)]
+    return list(_EVALUATED[digest])
 
 
 def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[str]],
@@ -359,15 +376,18 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
     # Per cell (data set, adversary, budget): compared?, true?, and the figures.
     cells = []  # (dataset, adversary, budget, ok, score, detail)
     notes = []
+    values = errs.values  # (method, dataset, adversary, budget), methods in the order of labels
+    where_d = {str(d): i for i, d in enumerate(errs["dataset"].values)}
+    where_a = {str(a): i for i, a in enumerate(errs["adversary"].values)}
     for d in datasets:
         info = infos.get(d, {})
         mask, note = _budget_mask(budgets, claim["budgets"].get(d, {}), info)
         if note:
             notes.append(f"{d}: {note}")
         for a in adversaries:
-            e = errs.sel(dataset=d, adversary=a)
+            e = values[:, where_d[d], where_a[a], :]
             for k in np.flatnonzero(mask):
-                vals = {m: float(e.sel({"method": m}).values[k]) for m in labels}
+                vals = {m: float(e[j, k]) for j, m in enumerate(labels)}
                 cell = (_beats_cell if claim["kind"] == "beats" else _same_cell)(claim, vals)
                 if cell is not None:
                     cells.append((d, a, float(budgets[k])) + cell)
