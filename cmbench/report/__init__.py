@@ -30,10 +30,13 @@ runtime), `tables` (provenance, ranking, cells, baseline), `significance`,
 `recovery`, `claims`, `stress` (adaptive adversaries), `theory_pages`, each with
 its records and drawing functions; `pdf` and `html` (the two reports),
 `pagecache` (drawn pages kept by the digest of their record), `outputs` (the
-reports of a suite run), `style` (colour and marker per method, rc settings).
+reports of a suite run), `helpers` (processes that draw pages and build the
+HTML page beside the one building the records), `fonts` (the embedded font
+subsets), `style` (colour and marker per method, rc settings).
 
 This package imports its plotting libraries only where a page is drawn, so
-that a run whose reports are current loads none of them.
+that a run whose reports are current loads none of them, and a process whose
+helpers draw the pages only builds their records.
 """
 from __future__ import annotations
 

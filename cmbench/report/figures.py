@@ -14,12 +14,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import xarray as xr
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from .claims import convergence_lines
 from ..cube import FAILURES, GAPS
@@ -28,6 +26,10 @@ from .layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, 
                      draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes)
 from .style import LineStyle, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 THRESHOLD_STYLES = (("0.25", "--"), ("0.45", ":"), ("0.25", "-."), ("0.55", (0, (5, 2, 1, 2))))
 LEVEL_KEYS = {"epsilon": "sample", "eps": "sample", "rho": "value", "alpha": "coordinate"}
 #: (levels, modes) each key of ``cmbench.theory.thresholds`` speaks about: m_A/2n
@@ -186,6 +188,9 @@ def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
     highest mean, so that a wide band does not flatten the curves. Recovery thresholds shared by every panel that has them go
     into the top legend; otherwise each panel has its own small legend.
     """
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
     n = len(panels)
     nrows, ncols = grid_shape(n)
     fig = Figure(figsize=PAGE)
@@ -253,6 +258,8 @@ def styles_order(panels: Sequence[Panel]) -> list[str]:
 
 
 def _threshold_handles(thresholds: Sequence[tuple[str, float]]) -> list[Line2D]:
+    from matplotlib.lines import Line2D
+
     return [Line2D([], [], color=c, linestyle=ls, linewidth=1.2,
                    label=f"{label} = {fmt_num(value)}")
             for (label, value), (c, ls) in zip(thresholds, _cycle(THRESHOLD_STYLES))]
@@ -430,6 +437,8 @@ def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
 
 
 def draw_runtime(page: RuntimePage) -> Figure:
+    from matplotlib.figure import Figure
+
     methods, overall, styles = page.methods, page.overall, page.styles
     fig = Figure(figsize=PAGE)
     # bars keep a readable thickness: the axes grow with the number of methods

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import queue
 import sys
 import threading
 import time
 import traceback
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 __all__ = ["Helpers", "HelperError", "start_method", "START_ENV"]
 
@@ -107,13 +108,18 @@ class Helpers:
 
     def draw(self, index: int, page) -> None:
         """Have a helper draw ``page`` (a `layout.Page`) as page ``index`` of the report."""
-        self.tasks.put(("page", index, page.slug, page.record, page.draw))
+        self._put(("page", index, page.slug, page.record, page.draw))
         self.pages += 1
 
     def build_html(self, cubes: Sequence, title: str) -> None:
         """Have a helper build the HTML page of the loaded ``cubes`` (`load.Cube`)."""
-        self.tasks.put(("html", list(cubes), title))
+        self._put(("html", list(cubes), title))
         self.html_asked = True
+
+    def _put(self, task: tuple) -> None:
+        # Pickled here, not in the queue's feeder thread: what cannot be pickled fails here,
+        # and objects the caller goes on using are sent as they are now.
+        self.tasks.put(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
 
     def finish(self) -> list[tuple[list[int], bytes]]:
         """Wait for every task; return each helper's document as (page indices, PDF bytes).
@@ -188,16 +194,20 @@ def _main(tasks, results, k: int, meta: dict) -> None:
         import matplotlib
         from matplotlib.backends.backend_pdf import PdfPages
 
-        from . import pdf as _pdf  # noqa: F401  the drawing modules, imported while the parent builds
+        from importlib import import_module
+
+        import_module(".pdf", __package__)  # the drawing modules, imported while the parent builds
+        from .fonts import lean_subsets
         from .style import RC
 
         buf, doc, indices = io.BytesIO(), None, []
-        with matplotlib.rc_context(RC):
+        with matplotlib.rc_context(RC), lean_subsets():
             while True:
                 what = "waiting for work"
                 task = tasks.get()
                 if task is None:
                     break
+                task = pickle.loads(task)
                 if task[0] == "html":
                     what = "building the HTML report"
                     from .html import build_html

@@ -41,13 +41,16 @@ class Page:
     ``record`` holds everything the drawing depends on (numbers, labels,
     colours), so that its digest says whether a drawn page can be reused;
     ``None`` means the page is always drawn. The figure is drawn on first use
-    of ``fig`` and freed by `release`.
+    of ``fig`` and freed by `release`. ``cost``: about how long the page takes
+    to draw, relative to a page of curves; helper processes take the costliest
+    first, so that none is left with a long page at the end.
     """
 
     slug: str
     record: Any
     draw: Callable[[Any], Any]
     png: bool = True
+    cost: float = 1.0
     _fig: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -281,4 +284,4 @@ def draw_text_page(page: TextPage):
 
 def text_pages(records: Sequence[TextPage], slug: str) -> list[Page]:
     """Text page records (`TextPages.pages`) as report pages (never written as PNG)."""
-    return [Page(slug, p, draw_text_page, png=False) for p in records]
+    return [Page(slug, p, draw_text_page, png=False, cost=0.3) for p in records]

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
-from scipy import stats
+from scipy import special
 
 from .. import cube
 # The results format is cube's; the report's modules take these names from here.
@@ -43,6 +43,7 @@ class Cube:
     source : the file it came from, or ``"<dataset N>"`` for an in-memory one.
     methods : label -> (recoverer, estimator), in suite order.
     metrics : error variables to plot, in order.
+    digest : the cube's content digest, when a run gave it (`cmbench.claims.evaluate_cube`).
     """
 
     ds: xr.Dataset
@@ -54,6 +55,9 @@ class Cube:
     adversaries_info: dict[str, dict[str, Any]]
     plugins: list[dict[str, Any]]
     attrs: dict[str, Any] = field(default_factory=dict)
+    digest: str | None = None  # the content digest a run gave with the cube (shares the claims' verdicts)
+    # per-method views already built (`by_method`, `ok_values`): every page reads them; read-only
+    _views: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- labels -------------------------------------------------------------
     @property
@@ -111,6 +115,12 @@ class Cube:
         five-dim one (no estimator dim). Select a method with
         ``.sel({"method": label})``: ``sel(method=...)`` is xarray's own keyword.
         """
+        key = ("by_method", var)
+        if key not in self._views:
+            self._views[key] = self._by_method(var)
+        return self._views[key]
+
+    def _by_method(self, var: str) -> xr.DataArray:
         labels = list(self.methods)
         recs = xr.DataArray([self.methods[m][0] for m in labels], dims="method")
         ests = xr.DataArray([self.methods[m][1] for m in labels], dims="method")
@@ -128,8 +138,14 @@ class Cube:
 
     def ok_values(self, metric: str) -> xr.DataArray:
         """Metric per method where the cell is ok and the value is finite, else NaN."""
-        vals = self.by_method(metric)
-        return vals.where((self.status() == "ok") & np.isfinite(vals))
+        key = ("ok_values", metric)
+        if key not in self._views:
+            vals = self.by_method(metric)
+            self._views[key] = vals.where((self.status() == "ok") & np.isfinite(vals))
+        return self._views[key]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_views": {}}  # views are rebuilt where needed, not shipped
 
     def status_counts(self) -> dict[str, int]:
         """Cells per status over the whole cube (every recoverer x estimator pair)."""
@@ -166,7 +182,7 @@ def summarize(values: xr.DataArray) -> Summary:
     sd = values.std("instance", ddof=1, skipna=True)
     k = count.values.astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tq = np.where(k >= 2, stats.t.ppf(0.975, np.maximum(k - 1, 1)), np.nan)
+        tq = np.where(k >= 2, special.stdtrit(np.maximum(k - 1, 1), 0.975), np.nan)  # scipy.stats.t.ppf
         half = sd * xr.DataArray(tq, dims=count.dims, coords=count.coords) / np.sqrt(count)
     return Summary(mean=mean, half=half.where(count >= 2), count=count,
                    total=int(values.sizes["instance"]))

@@ -70,13 +70,14 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
              for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
     todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
     if todo:
-        _draw(cubes, todo, cache / PAGES, workers, stamps, digest, start)
+        _draw(cubes, list(outputs.digests), todo, cache / PAGES, workers, stamps, digest, start)
     return list(paths.values())
 
 
-def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stamps, digest: str,
-          start: str | None) -> None:
-    """Write the reports in ``todo`` (kind -> path) and stamp each once written."""
+def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, workers: int, stamps: Stamps,
+          digest: str, start: str | None) -> None:
+    """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
+    the cubes' content digests."""
     helpers = None
     if workers > 1 and "pdf" in todo:
         from .helpers import Helpers
@@ -87,6 +88,8 @@ def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stam
         from .pdf import default_title, write_report
 
         loaded = load_cubes(cubes)
+        for cube, content in zip(loaded, contents):
+            cube.digest = content
         title = default_title(loaded)
         if helpers is not None and "html" in todo:
             helpers.build_html(loaded, title)

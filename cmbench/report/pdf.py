@@ -8,15 +8,17 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-import matplotlib
+import contextlib
+from importlib.metadata import version
+
 import xarray as xr
-from matplotlib.backends.backend_pdf import PdfPages
 
 from ..version import __version__
 from ..errors import UserError
 from ..files import replaced
 from ..output import writable_folder
 from . import claims, figures, pagecache, recovery, significance, stress, tables, theory_pages
+from .fonts import lean_subsets
 from .pagecache import PageCache
 from .layout import Page, text_pages
 from .load import Cube, load_cube, load_cubes
@@ -84,7 +86,7 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
 
         helpers = own = Helpers(workers)
     try:
-        with replaced(out, suffix=".pdf.part") as tmp, matplotlib.rc_context(RC):
+        with replaced(out, suffix=".pdf.part") as tmp, _drawing_here(helpers if png is None else None):
             pages = build_pages(loaded, title=title, baseline=base)
             _save(pages, tmp, png, title=title, cubes=loaded,
                   page_cache=Path(page_cache) if page_cache is not None else None,
@@ -93,6 +95,19 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         if own is not None:
             own.close()
     return out
+
+
+def _drawing_here(helpers) -> contextlib.AbstractContextManager:
+    """The rc settings of the pages and lean font subsets (`fonts`), when this process draws
+    them (matplotlib is then loaded); nothing when helper processes draw: the records need
+    no plotting library."""
+    stack = contextlib.ExitStack()
+    if helpers is None:
+        import matplotlib
+
+        stack.enter_context(matplotlib.rc_context(RC))
+        stack.enter_context(lean_subsets())
+    return stack
 
 
 def default_title(cubes: Sequence[Cube]) -> str:
@@ -164,6 +179,8 @@ def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str
         _save_cached(pages, pdf_path, meta, PageCache(page_cache) if page_cache is not None else None,
                      name=pdf_path.name, helpers=helpers)
         return
+    from matplotlib.backends.backend_pdf import PdfPages
+
     used: set[str] = set()
     with PdfPages(pdf_path, metadata=meta) as pdf:
         for page in pages:
@@ -190,16 +207,18 @@ def _save_cached(pages: Sequence[Page], pdf_path: Path, meta: dict, cache: PageC
     """
     from .outputs import code_digest
 
-    salt = "\x1d".join([code_digest(), repr(sorted(RC.items())), matplotlib.__version__])
+    salt = "\x1d".join([code_digest(), repr(sorted(RC.items())), version("matplotlib")])
     digests = [pagecache.record_digest(p, salt) for p in pages]
     found = [cache.find(d) if cache is not None else None for d in digests]
     todo = [i for i, loc in enumerate(found) if loc is None]
     drawn: list[tuple[list[int], bytes]] = []  # (page indices, document)
     if helpers is not None:  # also when nothing is to draw: they may be building the HTML page
-        for i in todo:
+        for i in sorted(todo, key=lambda i: -pages[i].cost):  # the costliest first
             helpers.draw(i, pages[i])
         drawn = helpers.finish()
     elif todo:
+        from matplotlib.backends.backend_pdf import PdfPages
+
         buf = io.BytesIO()
         with PdfPages(buf, metadata=meta) as pdf:
             for i in todo:

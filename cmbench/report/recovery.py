@@ -10,7 +10,6 @@ applicable draws no line. Cubes written before these variables existed get no pa
 from __future__ import annotations
 
 import numpy as np
-import xarray as xr
 
 from .figures import Panel, curve_page
 from .layout import Page

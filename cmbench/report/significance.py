@@ -17,14 +17,18 @@ cells; the Friedman test ranks those scores across blocks.
 """
 from __future__ import annotations
 
+import functools
 import textwrap
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
-from scipy import stats
+from scipy import special
 
 from .load import METRIC_TEXT, Cube
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ALPHA = 0.05
 POST_HOC = "Nemenyi"
@@ -83,8 +87,54 @@ class Friedman:
 
 def nemenyi_cd(k: int, n_blocks: int, alpha: float = ALPHA) -> float:
     """The Nemenyi critical difference for k methods over N blocks (Demšar 2006, eq. 5)."""
-    q = stats.studentized_range.ppf(1 - alpha, k, np.inf) / np.sqrt(2)
+    q = range_quantile(1 - alpha, k) / np.sqrt(2)
     return float(q * np.sqrt(k * (k + 1) / (6.0 * n_blocks)))
+
+
+#: nodes of the integral over z in `range_cdf` (the normal density is below 1e-17 past 9)
+_Z = np.linspace(-9.0, 9.0, 3601)
+_SIMPSON = np.r_[1.0, np.tile([4.0, 2.0], 1799), 4.0, 1.0] * (_Z[1] - _Z[0]) / 3.0
+
+
+def range_cdf(q: float, k: int) -> float:
+    """P(max - min <= q) for k independent standard normals: the studentized range
+    distribution with infinite degrees of freedom, ``k * int phi(z) (Phi(z + q) - Phi(z))^(k-1) dz``
+    (Simpson's rule on a fixed grid; the integrand is smooth)."""
+    inner = special.ndtr(_Z + q) - special.ndtr(_Z)
+    return float(k * np.dot(_SIMPSON, np.exp(-0.5 * _Z ** 2) / np.sqrt(2 * np.pi) * inner ** (k - 1)))
+
+
+@functools.lru_cache(maxsize=None)
+def range_quantile(p: float, k: int) -> float:
+    """The ``p`` quantile of `range_cdf` (by bisection to 1e-12), i.e.
+    ``scipy.stats.studentized_range.ppf(p, k, inf)`` without loading ``scipy.stats``."""
+    lo, hi = 0.0, 1.0
+    while range_cdf(hi, k) < p:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1e-12:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if range_cdf(mid, k) < p else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def rank_average(a: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Ranks along ``axis`` from 1, ties sharing their average rank: ``scipy.stats.rankdata``
+    with ``method="average"`` (for arrays without NaN), without loading ``scipy.stats``."""
+    a = np.moveaxis(np.asarray(a, dtype=float), axis, -1)
+    shape, n = a.shape, a.shape[-1]
+    flat = a.reshape(-1, n)
+    order = np.argsort(flat, axis=1, kind="mergesort")
+    s = np.take_along_axis(flat, order, axis=1)
+    idx = np.broadcast_to(np.arange(n), s.shape)
+    first = np.ones(s.shape, bool)  # the sorted position opens a run of equal values
+    first[:, 1:] = s[:, 1:] != s[:, :-1]
+    last = np.ones(s.shape, bool)
+    last[:, :-1] = first[:, 1:]
+    start = np.maximum.accumulate(np.where(first, idx, 0), axis=1)
+    end = np.minimum.accumulate(np.where(last, idx, n)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(s.shape)
+    np.put_along_axis(ranks, order, 0.5 * ((end + 1) + (start + 1)), axis=1)
+    return np.moveaxis(ranks.reshape(shape), -1, axis)
 
 
 def friedman_statistic(avg_ranks: np.ndarray, n_blocks: int) -> tuple[float, float]:
@@ -122,17 +172,17 @@ def friedman(scores: np.ndarray, methods: list[str], alpha: float = ALPHA) -> Fr
         raise ValueError(f"a Friedman test needs at least 2 methods and 2 blocks, got {k} and {n}")
     if not np.isfinite(scores).all():
         raise ValueError("block scores must be finite")
-    ranks = stats.rankdata(scores, axis=1)
+    ranks = rank_average(scores, axis=1)
     avg = ranks.mean(axis=0)
     chi2, _ = friedman_statistic(avg, n)
     ties = sum(float(np.sum(c ** 3 - c)) for c in
                (np.unique(row, return_counts=True)[1] for row in ranks))
     correction = 1.0 - ties / (n * k * (k * k - 1))
     chi2 = chi2 / correction if correction > 0 else 0.0
-    p = float(stats.chi2.sf(chi2, k - 1))
+    p = float(special.chdtrc(k - 1, chi2))  # scipy.stats.chi2.sf
     denom = n * (k - 1) - chi2
     f_stat = (n - 1) * chi2 / denom if denom > 0 else np.inf
-    f_p = float(stats.f.sf(f_stat, k - 1, (k - 1) * (n - 1))) if np.isfinite(f_stat) else 0.0
+    f_p = float(special.fdtrc(k - 1, (k - 1) * (n - 1), f_stat)) if np.isfinite(f_stat) else 0.0  # f.sf
     cd = nemenyi_cd(k, n, alpha)
     different = np.abs(avg[:, None] - avg[None, :]) >= cd
     return Friedman(list(methods), avg, n, float(chi2), p, float(f_stat), f_p, cd, alpha, different)
@@ -161,7 +211,7 @@ def block_scores(cube: Cube, metric: str) -> tuple[np.ndarray, list[str], list[t
             keep = np.isfinite(block).any(axis=0)
             if not keep.any() or k == 0:
                 continue
-            ranks = stats.rankdata(np.where(np.isfinite(block[:, keep]), block[:, keep], np.inf), axis=0)
+            ranks = rank_average(np.where(np.isfinite(block[:, keep]), block[:, keep], np.inf), axis=0)
             scores.append(ranks.mean(axis=1))
             blocks.append((str(vals["dataset"].values[d]), int(vals["instance"].values[i])))
     return np.array(scores).reshape(len(scores), k), methods, blocks
@@ -209,6 +259,8 @@ def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
 
 
 def draw_cd_page(page: CdPage) -> Figure:
+    from matplotlib.figure import Figure
+
     from .style import PAGE
 
     result = page.result
@@ -230,6 +282,8 @@ def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
     right; a thick bar joins methods whose average ranks differ by less than the
     critical difference, whose length the scale bar above the axis shows.
     """
+    from matplotlib.figure import Figure
+
     order = result.order()
     k = len(order)
     r = result.avg_ranks[order]

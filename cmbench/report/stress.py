@@ -28,18 +28,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 import xarray as xr
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from .layout import (LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPage, TextPages,
                      clip_top, draw_notes, grid_shape, legend_columns, plain, row_major, text_pages, wrap_notes)
 from .load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
 from .style import MethodStyles
 from .tables import fmt_num
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 LEVEL_RANK = {"sample": 1, "value": 2, "coordinate": 3}
 LEVEL_TAG = {"sample": "A1", "value": "A2", "coordinate": "A3"}
@@ -207,6 +208,9 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
 
 
 def draw_dots(page: DotPage) -> Figure:
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
     methods, colors = page.methods, page.colors
     fig = Figure(figsize=PAGE)
     n = len(page.panels)
@@ -382,6 +386,9 @@ def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> lis
 
 
 def draw_distance(page: DistancePage) -> Figure:
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
     fig = Figure(figsize=PAGE)
     n = len(page.panels)
     nrows, ncols = grid_shape(n)

@@ -13,7 +13,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy.stats import rankdata
 
 from . import significance
 from ..cube import FAILURES, GAPS, STATUSES
@@ -47,7 +46,7 @@ def ranking(cube: Cube, metric: str) -> pd.DataFrame:
     vals = vals[:, keep]
     n_cells = vals.shape[1]
     if n_cells:
-        ranks = rankdata(np.where(np.isfinite(vals), vals, np.inf), axis=0, method="average")
+        ranks = significance.rank_average(np.where(np.isfinite(vals), vals, np.inf), axis=0)
         mean_rank = ranks.mean(axis=1)
     else:
         mean_rank = np.full(vals.shape[0], np.nan)

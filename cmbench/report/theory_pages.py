@@ -10,11 +10,9 @@ import hashlib
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from .. import theory
 from .layout import Page
@@ -22,6 +20,9 @@ from ..cube import attr_json
 from .load import Cube
 from .style import PAGE
 from .tables import fmt_num
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: colour of a sample by the number of its corrupted coordinates (0, 1, 2)
 CORRUPTED_COLORS = ("0.55", "#E08214", "#B2182B")
@@ -58,13 +59,15 @@ def theory_pages(cubes: Sequence[Cube]) -> list[Page]:
 def dis_compare_page(k: int = 16, seed: int = 0) -> Page:
     """Figure fig:disCompare (see `draw_dis_compare`)."""
     return Page("theory-fig-disCompare", TheoryPage("fig:disCompare", k, seed, _theory_digest()),
-                draw_dis_compare)
+                draw_dis_compare, cost=5.0)  # it computes an assignment and a linear program
 
 
 def draw_dis_compare(page: TheoryPage) -> Figure:
     """Figure fig:disCompare: D1 uniform on the square and its corruptions D2 and D3,
     with d_TV, d_ENTRY^1 and d_ENTRY^inf computed on the samples (exactly: an
     assignment and a linear program) beside the values section sec:dentry states."""
+    from matplotlib.figure import Figure
+
     samples = theory.dis_compare_example(page.k, seed=page.seed)
     X = samples["D1"]
     fig = Figure(figsize=PAGE)
@@ -96,6 +99,8 @@ def draw_dis_compare(page: TheoryPage) -> Figure:
 
 
 def _scatter(ax, X: np.ndarray, Y: np.ndarray) -> None:
+    from matplotlib.patches import Rectangle
+
     changed = (X != Y).sum(axis=1)
     ax.add_patch(Rectangle((0, 0), 1, 1, facecolor="0.93", edgecolor="0.4", linewidth=1.0,
                            zorder=0))

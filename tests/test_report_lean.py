@@ -1,0 +1,111 @@
+"""The report step's serial parts: no plotting library or scipy.stats where only records are
+built, the numbers that replace scipy.stats equal to it, lean Type 42 fonts, claims evaluated
+once per cube content."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from cmbench import claims
+from cmbench.report import significance
+
+from test_report import make_cube
+
+
+def test_building_the_records_loads_no_plotting_library_nor_scipy_stats(tmp_path):
+    path = tmp_path / "synthetic.nc"
+    make_cube(adversaries=("min-rho", "random-rho")).to_netcdf(path, engine="netcdf4")
+    code = textwrap.dedent(f"""
+        import sys
+        from cmbench.report.load import load_cubes
+        from cmbench.report.pdf import build_pages
+        from cmbench.report.summary import summary_lines
+        from cmbench.cube import load
+        pages = build_pages(load_cubes([{str(path)!r}]), title="t")
+        summary_lines([load({str(path)!r})])
+        assert len(pages) > 8
+        print(sorted(m for m in ("matplotlib", "scipy.stats", "plotly") if m in sys.modules))
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1])
+def test_the_studentized_range_quantile_is_scipys(alpha):
+    from scipy import stats
+
+    for k in range(2, 21):
+        ours = significance.range_quantile(1 - alpha, k)
+        assert ours == pytest.approx(stats.studentized_range.ppf(1 - alpha, k, np.inf), rel=1e-8)
+
+
+def test_average_ranks_are_scipys():
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for shape in [(5, 7), (3, 1), (1, 4), (6, 20), (4, 3, 5)]:
+        a = rng.integers(0, 4, shape).astype(float)
+        a[a == 3] = np.inf  # a method without a value ranks last, tied with the others without
+        for axis in range(a.ndim):
+            assert np.array_equal(significance.rank_average(a, axis), stats.rankdata(a, axis=axis))
+
+
+def test_the_t_band_and_friedman_p_values_are_scipys():
+    from scipy import stats
+
+    from cmbench.report.load import load_cube, summarize
+
+    cube = load_cube(make_cube(instances=4))
+    values = cube.ok_values("l2")
+    summ = summarize(values)
+    sd = values.std("instance", ddof=1).values
+    assert np.allclose(summ.half.values, stats.t.ppf(0.975, 3) * sd / 2, rtol=1e-12)
+    scores = np.random.default_rng(0).random((12, 4))
+    res = significance.friedman(scores, list("abcd"))
+    ref = stats.friedmanchisquare(*scores.T)
+    assert res.chi2 == pytest.approx(ref.statistic, rel=1e-12)
+    assert res.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+    assert res.f_p_value == pytest.approx(stats.f.sf(res.f_stat, 3, 33), rel=1e-12)
+
+
+def test_the_report_embeds_truetype_subsets_without_layout_tables(tmp_path):
+    import pypdf
+    from fontTools.ttLib import TTFont
+
+    from cmbench.report import write_report
+
+    out = write_report([make_cube()], tmp_path / "r.pdf")
+    fonts = {}
+    for page in pypdf.PdfReader(str(out)).pages:
+        for font in page["/Resources"]["/Font"].values():
+            font = font.get_object()
+            fonts[str(font["/BaseFont"])] = font
+    assert fonts
+    for name, font in fonts.items():
+        assert font["/Subtype"] == "/Type0", name  # Type 42 (CID TrueType), never Type 3
+        descendant = font["/DescendantFonts"][0].get_object()
+        assert descendant["/Subtype"] == "/CIDFontType2", name
+        program = descendant["/FontDescriptor"]["/FontFile2"].get_object().get_data()
+        tables = set(TTFont(io.BytesIO(program)).keys())
+        assert {"glyf", "cmap", "hmtx"} <= tables and not tables & {"GSUB", "GPOS", "GDEF"}, name
+
+
+def test_claims_are_evaluated_once_per_cube_content(monkeypatch):
+    ds = make_cube()
+    ds.attrs["claims"] = '[{"id": "a", "paper": "", "text": "", "kind": "beats", "better": ["Empirical Mean"], ' \
+                         '"worse": ["C-Median"], "same": [], "datasets": ["gaussian"], "budgets": {"gaussian": {}}, ' \
+                         '"metric": "l2", "adversaries": ["min-rho"], "factor": 1.0, "peak": null, "rtol": 0.05}]'
+    calls = []
+    evaluate = claims.evaluate
+    monkeypatch.setattr(claims, "evaluate", lambda d, c: calls.append(c["id"]) or evaluate(d, c))
+    first = claims.evaluate_cube(ds, "digest-1")
+    again = claims.evaluate_cube(ds.copy(deep=True), "digest-1")  # the same content: not evaluated again
+    assert calls == ["a"] and [v.verdict for v in again] == [v.verdict for v in first] == ["holds"]
+    claims.evaluate_cube(ds, "digest-2")
+    claims.evaluate_cube(ds)  # no digest: always evaluated
+    assert calls == ["a", "a", "a"]
