@@ -76,7 +76,7 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
     out : str or path-like, default "reports"
         Output folder: cubes go to ``<out>/<suite>/<experiment>.nc``.
     workers : int, default 1
-        Local worker processes.
+        Local worker processes; as many draw the report's pages.
     scheduler : str or None
         A Dask scheduler address, or ``"local"``, instead of local processes.
     report : bool, default True
@@ -102,7 +102,7 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
     if report:
         from .report.outputs import write_suite_reports
 
-        write_suite_reports(stats.outputs)
+        write_suite_reports(stats.outputs, workers=max(workers, 1), start="spawn" if scheduler else None)
     return cubes
 
 
