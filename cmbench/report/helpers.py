@@ -9,7 +9,8 @@ building of the records; the parent then hands them work through one queue:
 * ``("page", index, slug, record, draw)``: draw one page; each helper draws the
   pages it takes into its own PDF document (its fonts are subset once, when the
   document closes);
-* ``("html", cubes, title)``: build the HTML page from the loaded cubes.
+* ``("html", cubes, title)``: build the HTML page from the loaded cubes (handed
+  over first, with their per-method views that the PDF's records built).
 
 Helpers take the next task as soon as they are free, so a helper held up by
 the HTML page or a heavy figure draws fewer pages. `Helpers.finish` returns
@@ -103,18 +104,31 @@ class Helpers:
         for p in self.procs:
             p.start()
         self.pages = 0
+        self._html = None
         self.html_asked = False
         self.html: Optional[str] = None
 
     def draw(self, index: int, page) -> None:
         """Have a helper draw ``page`` (a `layout.Page`) as page ``index`` of the report."""
+        self._send_html()
         self._put(("page", index, page.slug, page.record, page.draw))
         self.pages += 1
 
     def build_html(self, cubes: Sequence, title: str) -> None:
-        """Have a helper build the HTML page of the loaded ``cubes`` (`load.Cube`)."""
-        self._put(("html", list(cubes), title))
+        """Have a helper build the HTML page of the loaded ``cubes`` (`load.Cube`).
+
+        It is handed over with the first page to draw (or at `finish`), ahead of
+        the pages: by then the PDF's records have filled the cubes' per-method
+        views, which the HTML page reads too.
+        """
+        self._html = (list(cubes), title)
         self.html_asked = True
+
+    def _send_html(self) -> None:
+        if self._html is not None:
+            cubes, title = self._html
+            self._html = None
+            self._put(("html", cubes, title))
 
     def _put(self, task: tuple) -> None:
         # Pickled here, not in the queue's feeder thread: what cannot be pickled fails here,
@@ -132,6 +146,7 @@ class Helpers:
         HelperError
             A helper raised, or ended without reporting.
         """
+        self._send_html()
         for _ in self.procs:
             self.tasks.put(None)
         docs: dict[int, tuple[list[int], Optional[bytes]]] = {}

@@ -144,9 +144,6 @@ class Cube:
             self._views[key] = vals.where((self.status() == "ok") & np.isfinite(vals))
         return self._views[key]
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_views": {}}  # views are rebuilt where needed, not shipped
-
     def status_counts(self) -> dict[str, int]:
         """Cells per status over the whole cube (every recoverer x estimator pair)."""
         values, counts = np.unique(self.ds["status"].values.astype(str), return_counts=True)

@@ -78,15 +78,15 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
           digest: str, start: str | None) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
     the cubes' content digests."""
+    from .load import load_cubes  # the records' modules, before any helper: forked ones have them
+    from .pdf import default_title, write_report
+
     helpers = None
     if workers > 1 and "pdf" in todo:
         from .helpers import Helpers
 
-        helpers = Helpers(workers, method=start)  # first: their imports overlap the loading below
+        helpers = Helpers(workers, method=start)  # now: their imports overlap the loading below
     try:
-        from .load import load_cubes
-        from .pdf import default_title, write_report
-
         loaded = load_cubes(cubes)
         for cube, content in zip(loaded, contents):
             cube.digest = content
