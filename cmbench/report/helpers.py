@@ -2,9 +2,8 @@
 
 A suite's report step has three parts that need not wait for each other once
 the page records exist: drawing the PDF's changed pages, subsetting their fonts,
-and writing the HTML page. `Helpers` starts its processes first, so that their
-imports (matplotlib, plotly) overlap the parent's loading of the cubes and
-building of the records; the parent then hands them work through one queue:
+and writing the HTML page. The parent builds the records and hands the helpers
+work through one queue:
 
 * ``("page", index, slug, record, draw)``: draw one page; each helper draws the
   pages it takes into its own PDF document (its fonts are subset once, when the
@@ -18,8 +17,14 @@ each helper's document with the indices of the pages it holds, in its order;
 the parent merges the report from them (`cmbench.report.pdf`), so the report's
 pages and their order are those of drawing them in one process.
 
-Start method: a helper is forked from the parent (it then starts with the
-parent's modules, for nothing) only where that is safe: on Linux, with no other
+When to start them: a forked helper starts with the parent's modules, so the
+parent first imports the drawing modules (`preload`, once for all) and loads
+the cubes, then forks; a spawned helper imports everything itself, so it is
+started before the parent does anything else, and its imports overlap the
+parent's. (Forked before the parent's imports, each helper would import
+matplotlib on its own: on 2 cores that costs more than it overlaps.)
+
+Start method: a helper is forked from the parent only where that is safe: on Linux, with no other
 thread running in the parent and no Dask client made in it (a fork copies
 locks that other threads may hold; a run on a Dask cluster asks for ``spawn``).
 Elsewhere it is spawned, and imports what it needs. ``CMBENCH_REPORT_START``
@@ -42,7 +47,7 @@ import time
 import traceback
 from typing import Optional, Sequence
 
-__all__ = ["Helpers", "HelperError", "start_method", "START_ENV"]
+__all__ = ["Helpers", "HelperError", "preload", "start_method", "START_ENV"]
 
 #: environment variable forcing the helpers' start method (``fork`` or ``spawn``)
 START_ENV = "CMBENCH_REPORT_START"
@@ -82,6 +87,17 @@ def _other_threads() -> list:
     monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
     return [t for t in threading.enumerate() if t is not threading.current_thread()
             and not (monitor is not None and isinstance(t, monitor))]
+
+
+def preload() -> None:
+    """Import what drawing a page needs (matplotlib's PDF backend, the drawing modules), so
+    that helpers forked afterwards start with it."""
+    from importlib import import_module
+
+    for name in ("matplotlib.figure", "matplotlib.backends.backend_pdf", "matplotlib.lines",
+                 "matplotlib.patches", "fontTools.subset"):
+        import_module(name)
+    import_module(".pdf", __package__)
 
 
 class Helpers:

@@ -44,9 +44,9 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
         content digests, the reports' path without suffix and the cache folder.
     pdf, html : which reports to write.
     workers : with more than 1, the PDF's pages are drawn in up to this many
-        helper processes (`helpers`), started before anything else so that
-        their imports overlap the loading of the cubes, and the HTML page is
-        built by one of them meanwhile. The reports are the same as with 1.
+        helper processes (`helpers`; started as early as pays, see there), and
+        the HTML page is built by one of them meanwhile. The reports are the
+        same as with 1.
     start : how helpers start, ``"fork"`` or ``"spawn"`` (default:
         `helpers.start_method`); after a run on a Dask cluster, ``"spawn"``.
 
@@ -78,16 +78,21 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
           digest: str, start: str | None) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
     the cubes' content digests."""
-    from .load import load_cubes  # the records' modules, before any helper: forked ones have them
+    from .load import load_cubes
     from .pdf import default_title, write_report
 
-    helpers = None
+    helpers = method = None
     if workers > 1 and "pdf" in todo:
-        from .helpers import Helpers
+        from .helpers import Helpers, preload, start_method
 
-        helpers = Helpers(workers, method=start)  # now: their imports overlap the loading below
+        method = start or start_method()
+        if method == "spawn":  # a spawned helper imports everything: start it first, to overlap
+            helpers = Helpers(workers, method=method)
     try:
         loaded = load_cubes(cubes)
+        if method == "fork":  # a forked helper inherits the parent's modules: import them once, here
+            preload()
+            helpers = Helpers(workers, method=method)
         for cube, content in zip(loaded, contents):
             cube.digest = content
         title = default_title(loaded)
