@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import pickle
 import queue
 import sys
 import threading
 import time
 import traceback
+from multiprocessing.reduction import ForkingPickler
 from typing import Optional, Sequence
 
 __all__ = ["Helpers", "HelperError", "preload", "start_method", "START_ENV"]
@@ -147,9 +147,10 @@ class Helpers:
             self._put(("html", cubes, title))
 
     def _put(self, task: tuple) -> None:
-        # Pickled here, not in the queue's feeder thread: what cannot be pickled fails here,
-        # and objects the caller goes on using are sent as they are now.
-        self.tasks.put(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
+        # Pickled here (as the queue would: between these processes only), not in the queue's
+        # feeder thread: what cannot be pickled fails here, and objects the caller goes on
+        # using are sent as they are now.
+        self.tasks.put(bytes(ForkingPickler.dumps(task)))
 
     def finish(self) -> list[tuple[list[int], bytes]]:
         """Wait for every task; return each helper's document as (page indices, PDF bytes).
@@ -238,7 +239,7 @@ def _main(tasks, results, k: int, meta: dict) -> None:
                 task = tasks.get()
                 if task is None:
                     break
-                task = pickle.loads(task)
+                task = ForkingPickler.loads(task)
                 if task[0] == "html":
                     what = "building the HTML report"
                     from .html import build_html
