@@ -340,18 +340,20 @@ def _projection_window_stats(Z: np.ndarray, U: np.ndarray, windows: list) -> lis
     return outs
 
 
-def _deep_region_center(U: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[float, np.ndarray]:
+def _deep_region_center(U: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                        norms: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """Chebyshev centre of the polytope ``{y : lo <= U.T y <= hi}``.
 
-    ``U`` is (n, K) with unit columns, ``lo`` and ``hi`` (K,). Solves the LP
-    max r s.t. ``U.T y + r <= hi``, ``-U.T y + r <= -lo``; the polytope is
+    ``U`` is (n, K), ``lo`` and ``hi`` (K,), ``norms`` (K,) the norms of U's
+    columns (None: unit columns). Solves the LP max r s.t.
+    ``U.T y + r |u_k| <= hi``, ``-U.T y + r |u_k| <= -lo``; the polytope is
     non-empty iff the optimal radius r >= 0. Returns (r, y).
     """
     n, K = U.shape
     A = np.empty((2 * K, n + 1))
     A[:K, :n] = U.T
     A[K:, :n] = -U.T
-    A[:, n] = 1.0
+    A[:, n] = 1.0 if norms is None else np.tile(norms, 2)
     b = np.concatenate([hi, -lo])
     cost = np.zeros(n + 1)
     cost[n] = -1.0
@@ -363,18 +365,20 @@ def _deep_region_center(U: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[
     return float(res.x[n]), res.x[:n]
 
 
-def _deepest(U: np.ndarray, levels: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+def _deepest(U: np.ndarray, levels: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+             norms: np.ndarray | None = None):
     """Binary search for the deepest non-empty region among ``levels``.
 
     ``levels`` (L,) ascending depth counts m; ``lo``, ``hi`` (K, L) the bounds
-    ``S_k[m-1]``, ``S_k[N-m]`` of each. Returns ``(index, centre)`` of the
-    largest non-empty level, or ``(-1, None)`` when none is.
+    ``S_k[m-1]``, ``S_k[N-m]`` of each; ``norms`` as in `_deep_region_center`.
+    Returns ``(index, centre)`` of the largest non-empty level, or ``(-1, None)``
+    when none is.
     """
     best = (-1, None)
     a, b = 0, levels.size  # levels[:a] non-empty, levels[b:] empty
     while a < b:
         mid = (a + b) // 2
-        r, y = _deep_region_center(U, lo[:, mid], hi[:, mid])
+        r, y = _deep_region_center(U, lo[:, mid], hi[:, mid], norms)
         if r >= -1e-9:
             best, a = (mid, y), mid + 1
         else:
@@ -406,6 +410,14 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     depend on column units (the exact depth is affine invariant; random
     directions in raw units are not).
 
+    When the complete rows span less than R^n (fewer than n + 1 rows, a
+    constant column, x = A z of low rank), the exact depth is 0 off their
+    affine hull, so the deep regions are searched inside it (the LP in the
+    hull's coordinates): the centre then lies in the rows' convex hull. A
+    search in R^n followed by a projection onto the hull could leave the
+    convex hull (three rows in R^5: a point of their plane outside their
+    triangle, below a column's minimum).
+
     Cost: all N points are projected on all directions (one matmul per
     block of directions) and sorted per direction: O(N n K + K N log N),
     linear in N up to the log for fixed K; plus O(log N) LPs with 2K rows
@@ -434,17 +446,25 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     # (random directions alone leave a sliver outside the convex hull).
     U = np.concatenate([np.eye(n), U], axis=1)
 
+    # Degenerate data (a constant column, x = A z of low rank) span an affine
+    # subspace y = base + B t: the deep regions are searched inside it, so that
+    # their centre lies in the data's convex hull, not only in its affine hull.
+    base, B, inside = _standardized_hull(Z)
+    if inside is None:  # every complete row is the same point
+        return _finite(Y[0].copy(), "tukey")
+    search = _HullSearch(U, base, B, inside)
+
     m_max = (N + 1) // 2  # beyond, S_k[m-1] > S_k[N-m] in general
     if m_max * K <= BLOCK_ELEMENTS:
         levels = np.arange(1, m_max + 1)
         ostats = _projection_order_stats(Z, U, np.concatenate([levels - 1, N - levels]))
-        i, y = _deepest(U, levels, ostats[:, :m_max], ostats[:, m_max:])
+        i, y = search.deepest(levels, ostats[:, :m_max], ostats[:, m_max:])
     else:
         levels = np.unique(np.linspace(1, m_max, max(int(grid), 2)).astype(np.int64))
         L = levels.size
         ostats = _projection_order_stats(Z, U, np.concatenate([levels - 1, N - levels]))
         lo, hi = ostats[:, :L], ostats[:, L:]
-        i, y = _deepest(U, levels, lo, hi)
+        i, y = search.deepest(levels, lo, hi)
         if 0 <= i < L - 1 and levels[i + 1] - levels[i] > 1:
             # Refine between the deepest non-empty level and the next (empty) one.
             m_a, m_b = int(levels[i]), int(levels[i + 1])
@@ -454,12 +474,58 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
                 (N - m_b, count, hi[:, i + 1], hi[:, i]),   # ranks N - m, reversed
             ])
             fine = np.arange(m_a, m_b + 1)
-            _, y_f = _deepest(U, fine, lo_f, hi_f[:, ::-1])
+            _, y_f = search.deepest(fine, lo_f, hi_f[:, ::-1])
             if y_f is not None:
                 y = y_f
     if y is None:  # only when every LP failed (D_1 holds all data): the coordinate-wise median
         y = np.zeros(n)
     return _finite(_onto_affine_hull(Y, center + scale * y), "tukey")
+
+
+def _standardized_hull(Z: "_Standardized", rtol: float = 1e-10):
+    """The affine hull of the standardized rows: ``(base (n,), B (n, d), inside)``.
+
+    ``B`` has orthonormal columns spanning the rows' deviations from their mean
+    ``base`` (eigenvalues of their scatter above ``rtol`` of the largest);
+    ``inside`` is False when the hull is all of R^n (``d = n``: the search runs
+    in the original coordinates, unchanged) and None when the rows coincide.
+    """
+    Y, center, scale = Z.Y, Z.center, Z.scale
+    n = Y.shape[1]
+    mean = _subset_mean(Y, np.arange(Y.shape[0]))
+    C = np.zeros((n, n))
+    for sl in _row_blocks(*Y.shape):
+        D = (Y[sl] - mean) / scale
+        C += D.T @ D
+    evals, V = np.linalg.eigh(C)
+    if not evals[-1] > 0.0:
+        return None, None, None
+    B = V[:, evals > rtol * evals[-1]]
+    return (mean - center) / scale, B, (False if B.shape[1] == n else True)
+
+
+class _HullSearch:
+    """`_deepest` over the directions ``U`` (n, K), inside the affine subspace
+    ``base + B t`` when ``inside`` (the slabs' bounds shifted by ``U.T base``,
+    their normals ``B.T U``; directions orthogonal to the subspace bound nothing
+    there and are left out), else in R^n as given."""
+
+    def __init__(self, U: np.ndarray, base: np.ndarray, B: np.ndarray, inside: bool):
+        self.inside, self.base, self.B = inside, base, B
+        if inside:
+            P = B.T @ U
+            norms = np.linalg.norm(P, axis=0)
+            self.keep = norms > 1e-8
+            self.U, self.norms, self.shift = P[:, self.keep], norms[self.keep], U[:, self.keep].T @ base
+        else:
+            self.U = U
+
+    def deepest(self, levels: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+        if not self.inside:
+            return _deepest(self.U, levels, lo, hi)
+        i, t = _deepest(self.U, levels, lo[self.keep] - self.shift[:, None], hi[self.keep] - self.shift[:, None],
+                        self.norms)
+        return i, (None if t is None else self.base + self.B @ t)
 
 
 def _onto_affine_hull(Y: np.ndarray, point: np.ndarray, rtol: float = 1e-10) -> np.ndarray:

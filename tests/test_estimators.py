@@ -249,6 +249,34 @@ def test_tukey_two_pass_search_matches_one_pass(registry, monkeypatch):
     np.testing.assert_allclose(two_pass, one_pass, atol=1e-9)
 
 
+def test_tukey_of_few_points_in_high_dimension_lies_in_their_convex_hull(registry):
+    # Three points in R^5 span a triangle; every point of it has the largest
+    # depth, 1/3, and nothing off it does. The deep region searched in R^5 and
+    # projected onto the plane afterwards landed outside the triangle (below the
+    # first column's minimum); searched inside the plane, the centre is a
+    # convex combination of the rows.
+    X = np.array([[1.40417448, 1.70848862, -2.93572244, -0.2464821, 1.25708124],
+                  [-0.50503611, -0.70019546, 1.2628782, 0.19435892, -0.58535924],
+                  [-0.5091335, 1.4757597, -3.99579333, -2.49478639, 2.80113405]])
+    mu = estimate(registry, "tukey", X, seed=195)
+    weights, *_ = np.linalg.lstsq(np.vstack([X.T, np.ones(3)]), np.r_[mu, 1.0], rcond=None)
+    np.testing.assert_allclose(weights @ X, mu, atol=1e-9)
+    assert (weights > 0).all() and abs(weights.sum() - 1) < 1e-9
+
+
+def test_tukey_of_low_rank_data_lies_in_its_convex_hull(registry):
+    # x = A z + b with A of rank 2 in R^6: the search runs in the data's plane.
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(3)
+    for N in (3, 4, 5, 6, 12, 40):
+        X = rng.normal(size=(N, 2)) @ rng.normal(size=(2, 6)) + rng.normal(size=6)
+        mu = estimate(registry, "tukey", X, seed=N)
+        hull = linprog(np.zeros(N), A_eq=np.vstack([X.T, np.ones(N)]), b_eq=np.r_[mu, 1.0],
+                       bounds=[(0, None)] * N, method="highs")
+        assert hull.status == 0, f"N = {N}: {mu} is not a convex combination of the rows"
+
+
 @pytest.mark.slow
 def test_tukey_is_near_linear_in_n(registry):
     times = {}
