@@ -91,50 +91,19 @@ def nemenyi_cd(k: int, n_blocks: int, alpha: float = ALPHA) -> float:
     return float(q * np.sqrt(k * (k + 1) / (6.0 * n_blocks)))
 
 
-#: nodes of the integral over z in `range_cdf` (the normal density is below 1e-17 past 9)
-_Z = np.linspace(-9.0, 9.0, 3601)
-_SIMPSON = np.r_[1.0, np.tile([4.0, 2.0], 1799), 4.0, 1.0] * (_Z[1] - _Z[0]) / 3.0
-
-
-def range_cdf(q: float, k: int) -> float:
-    """P(max - min <= q) for k independent standard normals: the studentized range
-    distribution with infinite degrees of freedom, ``k * int phi(z) (Phi(z + q) - Phi(z))^(k-1) dz``
-    (Simpson's rule on a fixed grid; the integrand is smooth)."""
-    inner = special.ndtr(_Z + q) - special.ndtr(_Z)
-    return float(k * np.dot(_SIMPSON, np.exp(-0.5 * _Z ** 2) / np.sqrt(2 * np.pi) * inner ** (k - 1)))
-
-
 @functools.lru_cache(maxsize=None)
 def range_quantile(p: float, k: int) -> float:
-    """The ``p`` quantile of `range_cdf` (by bisection to 1e-12), i.e.
-    ``scipy.stats.studentized_range.ppf(p, k, inf)`` without loading ``scipy.stats``."""
-    lo, hi = 0.0, 1.0
-    while range_cdf(hi, k) < p:
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1e-12:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if range_cdf(mid, k) < p else (lo, mid)
-    return 0.5 * (lo + hi)
+    """The ``p`` quantile of the studentized range of k means with infinite degrees of freedom."""
+    from scipy import stats  # imported where used: building a report's records stays light
+
+    return float(stats.studentized_range.ppf(p, k, np.inf))
 
 
 def rank_average(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Ranks along ``axis`` from 1, ties sharing their average rank: ``scipy.stats.rankdata``
-    with ``method="average"`` (for arrays without NaN), without loading ``scipy.stats``."""
-    a = np.moveaxis(np.asarray(a, dtype=float), axis, -1)
-    shape, n = a.shape, a.shape[-1]
-    flat = a.reshape(-1, n)
-    order = np.argsort(flat, axis=1, kind="mergesort")
-    s = np.take_along_axis(flat, order, axis=1)
-    idx = np.broadcast_to(np.arange(n), s.shape)
-    first = np.ones(s.shape, bool)  # the sorted position opens a run of equal values
-    first[:, 1:] = s[:, 1:] != s[:, :-1]
-    last = np.ones(s.shape, bool)
-    last[:, :-1] = first[:, 1:]
-    start = np.maximum.accumulate(np.where(first, idx, 0), axis=1)
-    end = np.minimum.accumulate(np.where(last, idx, n)[:, ::-1], axis=1)[:, ::-1]
-    ranks = np.empty(s.shape)
-    np.put_along_axis(ranks, order, 0.5 * ((end + 1) + (start + 1)), axis=1)
-    return np.moveaxis(ranks.reshape(shape), -1, axis)
+    """Ranks along ``axis`` from 1, ties sharing their average rank (``scipy.stats.rankdata``)."""
+    from scipy import stats
+
+    return stats.rankdata(a, axis=axis, method="average")
 
 
 def friedman_statistic(avg_ranks: np.ndarray, n_blocks: int) -> tuple[float, float]:
