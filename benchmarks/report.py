@@ -26,7 +26,6 @@ It always exits 0 (it is a report).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -36,9 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-#: the README's example plugin, as the tests keep it
-WINSORIZED = (HERE.parent / "tests" / "plugins" / "winsorized.py").read_text()
+from cache import WINSORIZED, child_env, suite_args, timed  # the sibling benchmark: one home for these
 
 #: the report step of one run, in a subprocess: argv = suite, plugin, run folder, workers
 STEP = r"""
@@ -71,23 +68,10 @@ print(json.dumps({"wall": wall, "cpu": cpu}))
 """
 
 
-def _env(**extra) -> dict:
-    env = dict(os.environ, MPLBACKEND="Agg", **extra)
-    if "CMBENCH_DATA_DIR" not in env:
-        shared = HERE.parent.parent / "shared" / "datasets"
-        if shared.is_dir():
-            env["CMBENCH_DATA_DIR"] = str(shared)
-    return env
-
-
 def suite_run(args: list, cwd: Path) -> float:
-    """Wall seconds of one ``cmbench`` command in a subprocess."""
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", *args], cwd=cwd, env=_env(),
-                          capture_output=True, text=True)
-    if proc.returncode not in (0, 1):  # 1: some cells failed, which a report shows
-        sys.exit(f"cmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return time.perf_counter() - start
+    """Wall seconds of one ``cmbench`` command in a subprocess (exit 1, some cells failed, is a
+    run a report shows)."""
+    return timed(args, cwd, allowed=(0, 1))[0]
 
 
 def pages_drawn(cache: Path, before: set) -> int:
@@ -111,7 +95,7 @@ def report_step(suite: str, plugin: str, run: Path, pages: Path | None, workers:
         shutil.copytree(pages, cache / "pages")
     before = {p.name for p in (cache / "pages").glob("*.pdf")} if pages is not None else set()
     proc = subprocess.run([sys.executable, "-c", STEP, suite, plugin, str(folder), str(workers)],
-                          env=_env(**({"CMBENCH_REPORT_START": start} if start else {})),
+                          env=child_env(**({"CMBENCH_REPORT_START": start} if start else {})),
                           capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"the report step failed:\n{proc.stderr[-3000:]}")
@@ -122,10 +106,7 @@ def report_step(suite: str, plugin: str, run: Path, pages: Path | None, workers:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--suite", default="paper")
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
+    args = suite_args(__doc__)
     load_before = f"{os.getloadavg()[0]:.1f}"
     with tempfile.TemporaryDirectory(prefix="cmbench-report-bench-") as tmp:
         tmp = Path(tmp)
