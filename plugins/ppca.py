@@ -164,6 +164,9 @@ class _Completion:
         ell = np.maximum(evals[:k] - s2, 1e-12 * total)
         return mu, V, ell, self.shrink * s2
 
+    def finish(self) -> None:
+        """Nothing to do: each pass writes the filled rows as it goes."""
+
     def apply(self, theta: np.ndarray):
         """Refill from the model of ``theta`` (one pass over the data).
 
@@ -702,7 +705,7 @@ def ppca_impute(X: np.ndarray, *, rng=None, structure=None, rank=None,
             small = _completion(Xs, Xs.copy(), k, shrink, center, rcond, ref=comp.ref)
             theta, _, info["coarse_iterations"] = _iterate(small, small.start(), tol, max_iter, memory)
     _, converged, iterations = _iterate(comp, theta, tol, max_iter, memory)
-    if iterations and isinstance(comp, _PatternCompletion):
+    if iterations:  # else the start's medians stand
         comp.finish()
     return out, {"converged": converged, "iterations": iterations, **info}
 
