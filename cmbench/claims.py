@@ -60,13 +60,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
-import xarray as xr
 
 from .cube import OK, attr_json
 from .plugins import choices_hint
+
+if TYPE_CHECKING:  # a suite's claims are parsed at load, evaluated on cubes later: xarray only then
+    import xarray as xr
 
 CLAIM_KEYS = {
     "id": str, "paper": str, "text": str, "better": list, "worse": list, "same": list,
@@ -296,6 +298,8 @@ def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[st
     for m in labels:
         rec, est = methods[m]
         out.append(mean.sel(recoverer=rec, estimator=est, drop=True))
+    import xarray as xr
+
     return xr.concat(out, dim="method").assign_coords(method=list(labels)).transpose(
         "method", "dataset", "adversary", "budget")
 
