@@ -255,6 +255,9 @@ def _environment() -> dict:
     import sys
 
     import scipy
+    # scipy.linalg loads scipy's own BLAS, which the recoverers use: listed always, so that the
+    # list does not depend on what else this process happened to import (`runner.warmup`)
+    import scipy.linalg  # noqa: F401
 
     env = {"python": f"{platform.python_implementation()} {sys.version.split()[0]}",
            "numpy": np.__version__, "scipy": scipy.__version__}
