@@ -98,6 +98,10 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
     from .runner import Progress, run_suite as _run
 
     stats = options.pop("stats", None) or Progress()
+    if report:  # the report step's imports, done while the units compute
+        from .report.helpers import preload
+
+        options.setdefault("while_computing", preload)
     cubes = _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
     if report:
         from .report.outputs import write_suite_reports

@@ -105,6 +105,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
           experiments, select, dry_run, fail_fast, post_mortem) -> None:
     """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
     from .cube import STATUSES, failures
+    from .report.helpers import preload  # its plotting libraries load only when it is called
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
     if dry_run:
@@ -115,7 +116,8 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
         cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
                           timeout=timeout, resume=resume, progress=progress, stats=stats,
                           cache_size=cache_size, experiments=experiments, select=select,
-                          fail_fast=fail_fast, post_mortem=post_mortem)
+                          fail_fast=fail_fast, post_mortem=post_mortem,
+                          while_computing=preload if report else None)  # while units compute
     except Interrupted as exc:
         click.echo(f"cmbench: {exc}", err=True)
         sys.exit(130)

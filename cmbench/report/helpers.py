@@ -37,6 +37,7 @@ then: reports are written only once every part is back.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import queue
@@ -90,14 +91,16 @@ def _other_threads() -> list:
 
 
 def preload() -> None:
-    """Import what drawing a page needs (matplotlib's PDF backend, the drawing modules), so
-    that helpers forked afterwards start with it."""
+    """Import what the report step needs (matplotlib's PDF backend, scipy.stats for the
+    rankings, pypdf, the drawing and HTML modules), so that helpers forked afterwards start
+    with it. A suite run calls it while its units compute (`cmbench.runner.warmup`)."""
     from importlib import import_module
 
     for name in ("matplotlib.figure", "matplotlib.backends.backend_pdf", "matplotlib.lines",
-                 "matplotlib.patches", "fontTools.subset"):
+                 "matplotlib.patches", "fontTools.subset", "scipy.stats", "pypdf"):
         import_module(name)
-    import_module(".pdf", __package__)
+    for name in (".pdf", ".html"):
+        import_module(name, __package__)
 
 
 class Helpers:
@@ -117,8 +120,17 @@ class Helpers:
         self.results = ctx.Queue()
         self.procs = [ctx.Process(target=_main, args=(self.tasks, self.results, k, meta or {}),
                                   name=f"cmbench-report-{k}", daemon=True) for k in range(max(1, n))]
-        for p in self.procs:
-            p.start()
+        if self.method == "fork":
+            # A forked helper shares the parent's memory until it writes to a page; the cyclic
+            # garbage collector writes into every object it visits. Objects frozen now are never
+            # visited in the helpers, which then copy only the memory they use.
+            gc.freeze()
+        try:
+            for p in self.procs:
+                p.start()
+        finally:
+            if self.method == "fork":
+                gc.unfreeze()
         self.pages = 0
         self._html = None
         self.html_asked = False

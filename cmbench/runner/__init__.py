@@ -7,7 +7,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 
 from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
@@ -21,6 +21,7 @@ from . import units
 from .loading import is_foreign, load_datasets
 from ..cube import FAILURES, UnitResult, failed_cells
 from .units import RECOVERED_TOLERANCE, Job, execute, work_result
+from .warmup import Warmup
 
 if TYPE_CHECKING:  # xarray and tqdm load only where they are used: a worker needs neither
     import xarray as xr
@@ -112,7 +113,8 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
               plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
               progress: Optional[bool] = None, report: bool = False, stats: Optional[Progress] = None,
               cache_size=None, experiments: Sequence[str] = (), select: Sequence[str] = (),
-              fail_fast: bool = False, post_mortem: bool = False) -> "dict[str, xr.Dataset]":
+              fail_fast: bool = False, post_mortem: bool = False,
+              while_computing: Optional[Callable[[], None]] = None) -> "dict[str, xr.Dataset]":
     """Run a suite; return its cubes by experiment name.
 
     Cubes are written to ``<out>/<suite>/<experiment>.nc``; ``stats.outputs``
@@ -130,7 +132,10 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     that the whole suite's cubes are never replaced by part of them.
     ``fail_fast`` stops at the first failed cell (`StoppedAtFailure`, no cube
     written); ``post_mortem`` (in-process only) opens the debugger where a
-    plugin raised.
+    plugin raised. ``while_computing`` (say, the report step's imports) runs in
+    a background thread while units compute, beside the cube step's own
+    imports (`warmup`); it must only import, and is done before the cubes
+    are written. A run that computes nothing does not call it.
     """
     from .. import selection
 
@@ -163,8 +168,10 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
                 datasets = load_datasets(suite, store, timeout, workers, packed, isolate=not post_mortem)
             except KeyboardInterrupt:
                 raise Interrupted("interrupted while loading the data sets; nothing was computed") from None
+            warm = Warmup(while_computing)
             results = _sweep(suite, store, workers, scheduler, timeout, progress, stats, fail_fast, packed,
-                             datasets)
+                             datasets, warm)
+            warm.join()  # not after a failure: an interrupted run does not wait for imports
         finally:
             units.POST_MORTEM = False
         folder = root / "slice" if sliced else root
@@ -234,7 +241,8 @@ def _cache_cap(suite: Suite, cache_size) -> int:
 
 
 def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool = False,
-           packed: Optional[SuiteBundle] = None, datasets: Optional[dict] = None) -> dict:
+           packed: Optional[SuiteBundle] = None, datasets: Optional[dict] = None,
+           warm: Optional[Warmup] = None) -> dict:
     """Take every stage the cache holds, compute the rest, store what finished as it arrives.
 
     A unit whose data set failed to load in `load_datasets` takes that failure
@@ -266,6 +274,8 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             if ready is None and not scheduler and (workers > 1 or isolate):
                 # the workers start (imports, the suite's rebuild) while the rest is looked up
                 ready = prestart(workers, packed)
+        if warm is not None and todo and (scheduler or workers > 1 or isolate):
+            warm.start()  # after the lookups, which it would slow: this process now mostly waits
         return _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, packed, datasets,
                           planned, results, todo, pending, known, isolate, ready)
     finally:
