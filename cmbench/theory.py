@@ -16,6 +16,7 @@ Conventions
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import OrderedDict
@@ -652,14 +653,28 @@ def disc(M, *, method: str = "auto", exact_max_n: int = 24, n_starts: int = 64,
 # --------------------------------------------------------------------------- #
 
 def _range_basis(cov, rcond: float | None):
+    """The eigenvectors spanning the range of ``cov`` and their eigenvalues (read-only).
+
+    Memoized by the matrix's bytes: a metric asks for the same data set's
+    covariance at every estimate of a sweep.
+    """
     cov = np.asarray(cov, dtype=float)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise ValueError(f"cov must be square, got shape {cov.shape}")
+    return _range_basis_of(np.ascontiguousarray(cov).tobytes(), cov.shape[0], rcond)
+
+
+@functools.lru_cache(maxsize=16)
+def _range_basis_of(raw: bytes, n: int, rcond: float | None):
+    cov = np.frombuffer(raw, dtype=float).reshape(n, n)
     w, V = np.linalg.eigh((cov + cov.T) / 2)
     rcond = 1e-10 if rcond is None else rcond
     top = w[-1] if w.size else 0.0
     keep = (w > rcond * top) & (w > 0)
-    return V[:, keep], w[keep]
+    V, w = V[:, keep], w[keep]
+    V.setflags(write=False)
+    w.setflags(write=False)
+    return V, w
 
 
 def mahalanobis(mu_hat, mu, cov, *, rcond: float | None = None) -> Union[float, np.ndarray]:

@@ -253,6 +253,19 @@ def test_d_tv_gaussian_singular_and_mahalanobis():
     assert T.d_tv_gaussian(mu, mu, cov1) == 0.0
 
 
+
+def test_mahalanobis_memo_follows_the_covariance_content_and_cannot_be_written():
+    """The range basis is memoized by the covariance's bytes: an equal matrix reuses it, a changed one
+    (even the same array written in place) does not."""
+    cov = np.diag([4.0, 1.0])
+    assert T.mahalanobis([2.0, 0.0], [0.0, 0.0], cov) == pytest.approx(1.0)
+    cov[0, 0] = 1.0
+    assert T.mahalanobis([2.0, 0.0], [0.0, 0.0], cov) == pytest.approx(2.0)
+    assert T.mahalanobis([2.0, 0.0], [0.0, 0.0], np.diag([4.0, 1.0])) == pytest.approx(1.0)
+    V, w = T._range_basis(np.diag([4.0, 1.0]), None)
+    with pytest.raises(ValueError):
+        w[0] = 0.0
+
 # ----------------------------------------------------------------------------- d_ENTRY
 
 def figure_samples(hide):
