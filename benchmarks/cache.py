@@ -1,8 +1,9 @@
 """The stage cache's warm paths against a cold run, timed in one run on this machine.
 
 ```
-python benchmarks/cache.py                    # the paper suite, --workers 2
+python benchmarks/cache.py                    # the paper suite, --workers 2, as README command 1 runs
 python benchmarks/cache.py --suite smoke      # a quick look
+python benchmarks/cache.py --data-dir ../shared/datasets   # the real data read from UCI source files
 ```
 
 Five runs of ``cmbench suite SUITE --workers N`` in a fresh output folder, each
@@ -39,12 +40,16 @@ HERE = Path(__file__).resolve().parent
 WINSORIZED = (HERE.parent / "tests" / "plugins" / "winsorized.py").read_text()
 
 
+#: where the runs read the real data: None, as README command 1 runs (the tables shipped in the
+#: package; CMBENCH_DATA_DIR unset), or a folder of UCI source files (``--data-dir``)
+DATA_DIR = None
+
+
 def child_env(**extra) -> dict:
     env = dict(os.environ, MPLBACKEND="Agg", **extra)
-    if "CMBENCH_DATA_DIR" not in env:
-        shared = HERE.parent.parent / "shared" / "datasets"
-        if shared.is_dir():
-            env["CMBENCH_DATA_DIR"] = str(shared)
+    env.pop("CMBENCH_DATA_DIR", None)
+    if DATA_DIR is not None:
+        env["CMBENCH_DATA_DIR"] = str(DATA_DIR)
     return env
 
 
@@ -77,11 +82,22 @@ def same_cubes(a: Path, b: Path) -> str:
 
 
 def suite_args(doc: str) -> argparse.Namespace:
-    """``--suite`` (default paper) and ``--workers`` (default 2) of a benchmark whose docstring is ``doc``."""
+    """``--suite`` (default paper), ``--workers`` (default 2) and ``--data-dir`` of a benchmark whose
+    docstring is ``doc``; ``--data-dir`` sets `DATA_DIR` for the runs."""
+    global DATA_DIR
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--suite", default="paper")
     parser.add_argument("--workers", type=int, default=2)
-    return parser.parse_args()
+    parser.add_argument("--data-dir", default=None, metavar="DIR",
+                        help="read the real data sets' UCI source files from DIR (CMBENCH_DATA_DIR, e.g. "
+                             "../shared/datasets); default: the tables shipped in the package, as README "
+                             "command 1 runs")
+    args = parser.parse_args()
+    if args.data_dir is not None:
+        DATA_DIR = Path(args.data_dir).resolve()
+        if not DATA_DIR.is_dir():
+            parser.error(f"--data-dir {args.data_dir}: not a folder")
+    return args
 
 
 def main() -> None:
@@ -111,7 +127,8 @@ def main() -> None:
         print(f"{label:<34} {'PASS' if ok else 'FAIL'}   {t:6.2f} s  {100 * ratio:5.1f}% of cold{note}")
 
     print(f"cmbench {' '.join(base)} ({os.cpu_count()} cores; load average {load_before} before, "
-          f"{os.getloadavg()[0]:.1f} after)")
+          f"{os.getloadavg()[0]:.1f} after; real data from "
+          f"{'source files in ' + str(DATA_DIR) if DATA_DIR else 'the shipped tables'})")
     print(f"{'cold':<34}        {cold:6.2f} s")
     row("warm, unchanged", warm, warm / cold, warm <= max(2.0, 0.10 * cold), "  (target <= 2 s or 10%)")
     row("warm, --plugin winsorized.py", plug, plug / cold, plug <= 0.15 * cold and not diff,
