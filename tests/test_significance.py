@@ -5,7 +5,7 @@ from scipy import stats
 
 from cmbench.report import write_report
 from cmbench.report.load import load_cube
-from cmbench.report.significance import (block_scores, cd_diagram, friedman, friedman_statistic,
+from cmbench.report.significance import (block_scores, cd_diagram, friedman, friedman_statistic, rank_average,
                                          nemenyi_cd, run_tests)
 from test_report import make_cube, pdf_pages_text, set_cells, squash
 
@@ -86,3 +86,14 @@ def test_diagram_for_many_methods():
     fig = cd_diagram(res)
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert sum(t.startswith("method-") or ") method-" in t for t in labels) == k
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_rank_average_equals_scipy_rankdata_with_ties_and_infinities(axis):
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 4, size=(7, 9)).astype(float)  # many ties
+    a[rng.random(a.shape) < 0.2] = np.inf  # gaps rank last, tied
+    got = rank_average(a, axis=axis)
+    assert np.array_equal(got, stats.rankdata(a, axis=axis, method="average"))
