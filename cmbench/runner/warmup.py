@@ -5,8 +5,11 @@ steps after the sweep (writing the cubes: xarray and its netCDF engine; a report
 when the caller draws one: matplotlib, scipy.stats) would import their
 libraries afterwards, in one process on one core, while the workers sit idle.
 Imported in a background thread of the client during the sweep, they cost
-that time where it overlaps the workers' (about 1.5 s of a rerun with a new
-estimator on 2 cores; see benchmarks/cache.py).
+that time where it overlaps the workers'. Measured on 2 cores with a new
+estimator (benchmarks/README.md): about 1.5 s moved out of the serial part in
+an install with dask (which xarray imports on the first cube write), within
+the noise of a plain install, where that part is smaller; CPU the workers
+would use goes to the imports meanwhile.
 
 The thread only imports: nothing is computed or written there, and an import
 that fails is left to the step that needs it, which reports it as it would
@@ -36,9 +39,10 @@ def import_cube_writer() -> None:
 class Warmup:
     """A daemon thread that runs ``import_cube_writer`` and then ``extra`` (the caller's imports).
 
-    `start` is called when the first unit is to compute (a rerun that computes
-    nothing imports nothing early); `join` waits for it; both may be called
-    more than once.
+    The runner calls `start` once the cache lookups are done and units are to
+    compute in other processes (a rerun that computes nothing imports nothing
+    early), and `join` before it writes the cubes; both may be called more
+    than once.
     """
 
     def __init__(self, extra: Optional[Callable[[], None]] = None) -> None:
