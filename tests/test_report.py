@@ -451,3 +451,36 @@ def test_a_wide_confidence_band_does_not_flatten_the_curves():
     ax = Figure().add_subplot()
     _ylimits(ax, {"m": (c, c + 0.1)}, floor_zero=True)  # a narrow band is shown whole
     assert ax.get_ylim()[1] == pytest.approx(1.06 * 2.1)
+
+
+def test_runtime_page_labels_cover_no_per_dataset_marker():
+    """The mean seconds per method are written in the method's label, not at the bar's end,
+    where a data set's mean (a marker just beyond the bar) was hidden under the text."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from cmbench.report import figures
+    from cmbench.report.style import RC, MethodStyles
+
+    ds = make_cube(datasets=("gaussian", "uniform", "exponential"))
+    # one data set 10% slower than the others: its marker sits just right of the bar's end
+    ds["seconds"].values[list(ds["dataset"].values).index("exponential")] *= 1.1
+    cube = load_cube(ds)
+    page = figures.runtime_page(cube, MethodStyles(cube.methods))
+    with matplotlib.rc_context(RC):
+        fig = page.draw(page.record)
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        ax = fig.axes[0]
+        markers = [b for coll in ax.collections for b in _marker_boxes(coll, renderer)]
+        texts = [t.get_window_extent(renderer) for t in ax.texts + ax.get_yticklabels() if t.get_text()]
+    assert markers and all(not t.overlaps(m) for t in texts for m in markers)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert all(lab.endswith(" s") and "\n" in lab for lab in labels), labels  # "<method>\n<mean> s"
+
+
+def _marker_boxes(collection, renderer):
+    from matplotlib.transforms import Bbox
+
+    size = np.sqrt(collection.get_sizes()[0]) * renderer.points_to_pixels(1.0)  # marker width in pixels
+    for x, y in collection.get_offset_transform().transform(collection.get_offsets()):
+        yield Bbox.from_bounds(x - size / 2, y - size / 2, size, size)

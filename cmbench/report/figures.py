@@ -443,8 +443,12 @@ def draw_runtime(page: RuntimePage) -> Figure:
     fig = Figure(figsize=PAGE)
     # bars keep a readable thickness: the axes grow with the number of methods
     height = min(0.42, 0.05 + 0.06 * len(methods))
-    ax = fig.add_axes([0.22, 0.86 - height, 0.62, height])
-    _runtime_by_budget(fig.add_axes([0.22, 0.08, 0.62, 0.86 - height - 0.17]), page)
+    # the budget panel's legend (8 pt, right of the axes) must hold the longest method name:
+    # about 0.062 in per character and 0.45 in for the line handle, on a page 11.69 in wide
+    legend = (0.45 + 0.062 * max(map(len, methods))) / PAGE[0]
+    width = min(0.62, 0.97 - 0.22 - 0.01 - legend)
+    ax = fig.add_axes([0.22, 0.86 - height, width, height])
+    _runtime_by_budget(fig.add_axes([0.22, 0.08, width, 0.86 - height - 0.17]), page)
     y = np.arange(len(methods))[::-1]
     ax.barh(y, np.where(np.isfinite(overall), overall, 0.0),
             color=[styles[m].color for m in methods], alpha=0.8, height=0.62, zorder=2)
@@ -461,16 +465,13 @@ def draw_runtime(page: RuntimePage) -> Figure:
     if log:
         ax.set_xscale("log")
     ax.set_yticks(y)
-    ax.set_yticklabels(methods, fontsize=9)
+    # the mean goes with the method's name: written at the bar's end it covered the
+    # per-data-set markers that fall just beyond it
+    ax.set_yticklabels([runtime_label(m, v) for m, v in zip(methods, overall)],
+                       fontsize=9 if len(methods) <= 8 else 7.5, linespacing=1.1)
     ax.set_ylim(-0.6, len(methods) - 0.4)
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("seconds per cell, mean over ok cells" + (" (log scale)" if log else ""))
-    for yi, v in zip(y, overall):
-        ax.annotate(f"{fmt_num(v)} s" if np.isfinite(v) else "no ok cell",
-                    (v if np.isfinite(v) else 0.0, yi), xytext=(4, 0),
-                    textcoords="offset points", va="center", ha="left", fontsize=8,
-                    color="0.15", zorder=4,
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1})
     fig.suptitle(f"{page.experiment}: runtime per method", x=LEFT_MARGIN, ha="left", y=0.965,
                  fontsize=12, fontweight="bold")
     fig.text(LEFT_MARGIN, 0.925, f"Seconds recorded per cell (data set, instance, adversary, budget) "
@@ -478,6 +479,11 @@ def draw_runtime(page: RuntimePage) -> Figure:
              f"{page.failures} failed cells are left out.", fontsize=9,
              style="italic", va="top", parse_math=False)
     return fig
+
+
+def runtime_label(method: str, mean: float) -> str:
+    """A runtime bar's label: the method and its mean seconds per ok cell."""
+    return f"{method}\n{fmt_num(mean)} s" if np.isfinite(mean) else f"{method}\nno ok cell"
 
 
 def _runtime_by_budget(ax, page: RuntimePage) -> None:
