@@ -15,6 +15,7 @@ from .components import (  # noqa: E402
     ShippedTable,
     Undefined,
 )
+from .errors import DataError  # noqa: E402 (a data set's loader raises it: one line, exit 2)
 from .hookspecs import hookimpl, hookspec  # noqa: E402
 
 
@@ -111,7 +112,7 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
 
 
 __all__ = [
-    "Adversary", "Component", "Data", "DataFile", "Dataset", "Estimator", "Metric",
+    "Adversary", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Metric",
     "NotApplicable", "Recoverer", "ShippedTable", "Undefined", "hookimpl", "hookspec",
     "load_plugins", "run_suite", "to_frame", "__version__",
 ]

@@ -127,6 +127,17 @@ def test_third_party_data_error_is_one_user_error_and_the_data_set_is_loaded_onc
     assert not (out / "s" / "e.nc").exists()
 
 
+def test_cmbench_data_error_at_the_top_level_is_the_same_user_error(tmp_path, out):
+    import cmbench
+    from cmbench import data
+
+    assert cmbench.DataError is data.DataError
+    path = suite(tmp_path, "data-error-top")
+    with nothing_written_outside(tmp_path, out):
+        code, err = cli("suite", path, "--out", out, "--no-report")
+    assert_user_error(code, err, "data set 'data-error-top'", "faulty_datasets.py", "column 'y' is empty")
+
+
 def test_third_party_data_file_above_the_size_limit_is_one_user_error(tmp_path, out, monkeypatch):
     table = tmp_path / "in" / "big.csv"
     table.parent.mkdir()

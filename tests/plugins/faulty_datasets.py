@@ -35,6 +35,8 @@ def load(*, instance, rng, fault="none", count="", path=""):
         raise Escape("out of here")
     if fault == "data-error":
         raise cmdata.DataError("table.csv: column 'x' is not numeric (row 3: 'abc')")
+    if fault == "data-error-top":  # the same class, as a plugin finds it beside cmbench.Undefined
+        raise cmbench.DataError("table.csv: column 'y' is empty")
     if fault == "size-limit":
         cmdata.check_file_size(path, "data set faulty")
     if fault == "bug":
