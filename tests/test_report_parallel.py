@@ -62,7 +62,10 @@ def test_helpers_write_the_reports_that_one_process_writes(tmp_path, monkeypatch
     assert _html(Path(f"{parallel.report}.html")) == _html(Path(f"{serial.report}.html"))
     assert not list(b.parent.glob("*.part"))
     docs = {loc[0] for loc in _index(parallel.cache).values()}
-    assert len(docs) == 2  # each helper drew its share into its own document, which the cache keeps
+    # Each helper that drew a page drew it into its own document, which the cache keeps. Helpers
+    # take pages as they come free: one still importing (spawned) or building the HTML page while
+    # the other draws every page of this small cube is a correct run (it failed 1 run in 3 at == 2).
+    assert 1 <= len(docs) <= 2
     assert {p.stem for p in (parallel.cache / "pages").glob("*.pdf")} == docs
 
 
@@ -123,3 +126,32 @@ def test_helpers_are_forked_only_where_that_is_safe(monkeypatch):
     monkeypatch.setenv(helpers.START_ENV, "thread")
     with pytest.raises(UserError, match=helpers.START_ENV):
         helpers.start_method()
+
+
+_MEETING = None  # a barrier the forked helpers inherit: both must hold a page at once to pass it
+
+
+def _draw_at_the_meeting(record):
+    from matplotlib.figure import Figure
+
+    _MEETING.wait(timeout=60)  # a helper holding this page cannot take the other one
+    fig = Figure()
+    fig.text(0.5, 0.5, record)
+    return fig
+
+
+def test_two_helpers_draw_two_pages_at_once_into_their_own_documents():
+    """Deterministic: each page waits for the other at a barrier, so the two helpers must have
+    taken one each (a single helper would wait alone and fail the barrier)."""
+    import multiprocessing as mp
+
+    from cmbench.report.layout import Page
+
+    global _MEETING
+    _MEETING = mp.get_context("fork").Barrier(2)
+    with helpers.Helpers(2, method="fork") as team:
+        for i in range(2):
+            team.draw(i, Page(f"page-{i}", f"page {i}", _draw_at_the_meeting))
+        docs = team.finish()
+    assert sorted(len(indices) for indices, _ in docs) == [1, 1]
+    assert sorted(i for indices, _ in docs for i in indices) == [0, 1]
