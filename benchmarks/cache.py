@@ -26,6 +26,7 @@ exits 0 (it is a report).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -122,14 +124,21 @@ def suite_args(doc: str) -> argparse.Namespace:
     return args
 
 
-def main() -> None:
-    args = suite_args(__doc__)
-    load_before = f"{os.getloadavg()[0]:.1f}"
-    with tempfile.TemporaryDirectory(prefix="cmbench-cache-bench-") as tmp:
+@contextlib.contextmanager
+def bench_folder(prefix: str, args: argparse.Namespace) -> Iterator[tuple[Path, Path, list]]:
+    """A temporary folder with the README's plugin in it: yields the folder, the plugin file and
+    the command ``suite SUITE --workers N`` of ``args`` (`suite_args`)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         tmp = Path(tmp)
         plugin = tmp / "winsorized.py"
         plugin.write_text(WINSORIZED)
-        base = ["suite", args.suite, "--workers", str(args.workers)]
+        yield tmp, plugin, ["suite", args.suite, "--workers", str(args.workers)]
+
+
+def main() -> None:
+    args = suite_args(__doc__)
+    load_before = f"{os.getloadavg()[0]:.1f}"
+    with bench_folder("cmbench-cache-bench-", args) as (tmp, plugin, base):
         folder = tmp / "out"
         out = ["--out", str(folder)]
         cold, cold_cpu = timed(base + out, tmp)

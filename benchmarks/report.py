@@ -31,11 +31,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from cache import WINSORIZED, child_env, suite_args, timed  # the sibling benchmark: one home for these
+from cache import bench_folder, child_env, suite_args, timed  # the sibling benchmark: one home for these
 
 #: the report step of one run, in a subprocess: argv = suite, plugin, run folder, workers
 STEP = r"""
@@ -108,11 +107,7 @@ def report_step(suite: str, plugin: str, run: Path, pages: Path | None, workers:
 def main() -> None:
     args = suite_args(__doc__)
     load_before = f"{os.getloadavg()[0]:.1f}"
-    with tempfile.TemporaryDirectory(prefix="cmbench-report-bench-") as tmp:
-        tmp = Path(tmp)
-        plugin = tmp / "winsorized.py"
-        plugin.write_text(WINSORIZED)
-        base = ["suite", args.suite, "--workers", str(args.workers)]
+    with bench_folder("cmbench-report-bench-", args) as (tmp, plugin, base):
         cold_run = suite_run(base + ["--out", str(tmp / "cold")], tmp)
         shutil.copytree(tmp / "cold", tmp / "plugin")
         plugin_run = suite_run(base + ["--out", str(tmp / "plugin"), "--plugin", str(plugin)], tmp)

@@ -16,7 +16,7 @@ Conventions
 """
 from __future__ import annotations
 
-import functools
+import hashlib
 import itertools
 import math
 from collections import OrderedDict
@@ -655,26 +655,30 @@ def disc(M, *, method: str = "auto", exact_max_n: int = 24, n_starts: int = 64,
 def _range_basis(cov, rcond: float | None):
     """The eigenvectors spanning the range of ``cov`` and their eigenvalues (read-only).
 
-    Memoized by the matrix's bytes: a metric asks for the same data set's
-    covariance at every estimate of a sweep.
+    Memoized by a digest of the matrix (not its bytes, which for a wide data set
+    would be kept 16 times): a metric asks for the same data set's covariance at
+    every estimate of a sweep.
     """
-    cov = np.asarray(cov, dtype=float)
+    cov = np.ascontiguousarray(cov, dtype=float)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
         raise ValueError(f"cov must be square, got shape {cov.shape}")
-    return _range_basis_of(np.ascontiguousarray(cov).tobytes(), cov.shape[0], rcond)
+    key = (hashlib.sha256(cov.data).digest(), cov.shape[0], rcond)
+    basis = _BASES.get(key)
+    if basis is None:
+        w, V = np.linalg.eigh((cov + cov.T) / 2)
+        cut = 1e-10 if rcond is None else rcond
+        top = w[-1] if w.size else 0.0
+        keep = (w > cut * top) & (w > 0)
+        basis = V[:, keep], w[keep]
+        for a in basis:
+            a.setflags(write=False)
+        _BASES[key] = basis
+        while len(_BASES) > 16:
+            _BASES.popitem(last=False)
+    return basis
 
 
-@functools.lru_cache(maxsize=16)
-def _range_basis_of(raw: bytes, n: int, rcond: float | None):
-    cov = np.frombuffer(raw, dtype=float).reshape(n, n)
-    w, V = np.linalg.eigh((cov + cov.T) / 2)
-    rcond = 1e-10 if rcond is None else rcond
-    top = w[-1] if w.size else 0.0
-    keep = (w > rcond * top) & (w > 0)
-    V, w = V[:, keep], w[keep]
-    V.setflags(write=False)
-    w.setflags(write=False)
-    return V, w
+_BASES: OrderedDict = OrderedDict()  # (digest, n, rcond) -> (V, w), the last 16 covariances
 
 
 def mahalanobis(mu_hat, mu, cov, *, rcond: float | None = None) -> Union[float, np.ndarray]:
