@@ -1,12 +1,16 @@
 """Friedman and Nemenyi tests on examples with known answers; the CD diagram page."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from cmbench.report import write_report
 from cmbench.report.load import load_cube
+from cmbench.report.range_quantiles import QUANTILES
 from cmbench.report.significance import (block_scores, cd_diagram, friedman, friedman_statistic, rank_average,
-                                         nemenyi_cd, run_tests)
+                                         nemenyi_cd, range_quantile, run_tests)
 from test_report import make_cube, pdf_pages_text, set_cells, squash
 
 
@@ -19,6 +23,30 @@ def test_demsar_worked_example():
     assert nemenyi_cd(4, 14) == pytest.approx(1.25, abs=0.005)
     for k, q in ((2, 1.960), (3, 2.343), (5, 2.728), (10, 3.164)):  # Table 5(a)
         assert nemenyi_cd(k, 6) == pytest.approx(q * np.sqrt(k * (k + 1) / 36), abs=2e-3)
+
+
+@pytest.mark.parametrize("p", sorted(QUANTILES))
+def test_shipped_range_quantiles_are_scipys(p):
+    table = QUANTILES[p]
+    assert len(table) == 99  # k = 2 .. 100
+    want = [stats.studentized_range.ppf(p, k, np.inf) for k in range(2, 101)]
+    np.testing.assert_allclose(table, want, rtol=1e-9)
+    assert all(range_quantile(p, k) == table[k - 2] for k in range(2, 101))
+    assert range_quantile(1 - round(1 - p, 2), 7) == table[5]  # 1 - alpha, as nemenyi_cd asks
+
+
+def test_range_quantiles_beyond_the_table_come_from_scipy():
+    for p, k in ((0.95, 101), (0.95, 150), (0.99, 5)):
+        assert range_quantile(p, k) == pytest.approx(stats.studentized_range.ppf(p, k, np.inf), rel=1e-12)
+
+
+def test_critical_difference_does_not_import_scipy_stats():
+    # importing scipy.stats costs about 0.8 s of CPU in every report that a new method redraws
+    code = ("import sys; from cmbench.report.significance import friedman; import numpy as np; "
+            "r = friedman(np.random.default_rng(0).random((6, 5)), list('abcde')); "
+            "assert r.cd > 0; print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_same_order_in_every_block():

@@ -91,13 +91,13 @@ def _other_threads() -> list:
 
 
 def preload() -> None:
-    """Import what the report step needs (matplotlib's PDF backend, scipy.stats for the
-    rankings, pypdf, the drawing and HTML modules), so that helpers forked afterwards start
-    with it. A suite run calls it while its units compute (`cmbench.runner.warmup`)."""
+    """Import what the report step needs (matplotlib's PDF backend, fontTools, pypdf, the
+    drawing and HTML modules), so that helpers forked afterwards start with it. A suite run
+    calls it while its units compute (`cmbench.runner.warmup`)."""
     from importlib import import_module
 
     for name in ("matplotlib.figure", "matplotlib.backends.backend_pdf", "matplotlib.lines",
-                 "matplotlib.patches", "fontTools.subset", "scipy.stats", "pypdf"):
+                 "matplotlib.patches", "fontTools.subset", "pypdf"):
         import_module(name)
     for name in (".pdf", ".html"):
         import_module(name, __package__)

@@ -93,8 +93,17 @@ def nemenyi_cd(k: int, n_blocks: int, alpha: float = ALPHA) -> float:
 
 @functools.lru_cache(maxsize=None)
 def range_quantile(p: float, k: int) -> float:
-    """The ``p`` quantile of the studentized range of k means with infinite degrees of freedom."""
-    from scipy import stats  # imported where used: building a report's records stays light
+    """The ``p`` quantile of the studentized range of k means with infinite degrees of freedom.
+
+    From the shipped table (`range_quantiles`, p = 0.95 and 0.90, k = 2 .. 100)
+    where it has the value, else from scipy.stats, imported only then.
+    """
+    from .range_quantiles import QUANTILES
+
+    table = QUANTILES.get(round(float(p), 12))
+    if table is not None and 2 <= k < 2 + len(table):
+        return table[k - 2]
+    from scipy import stats
 
     return float(stats.studentized_range.ppf(p, k, np.inf))
 

@@ -2,7 +2,7 @@
 
 While worker processes compute, the client only waits for their results. The
 steps after the sweep (writing the cubes: xarray and its netCDF engine; a report,
-when the caller draws one: matplotlib, scipy.stats) would import their
+when the caller draws one: matplotlib, fontTools, pypdf) would import their
 libraries afterwards, in one process on one core, while the workers sit idle.
 Imported in a background thread of the client during the sweep, they cost
 that time where it overlaps the workers'. Measured on 2 cores with a new
