@@ -1,4 +1,7 @@
 """The command line as a user meets it: real subprocesses, exit codes, one-line errors."""
+import gc
+
+import pytest
 import xarray as xr
 
 import cmbench
@@ -13,6 +16,21 @@ def refused(result, *needles):
 def test_version():
     result = cli("--version")
     assert result.returncode == 0 and cmbench.__version__ in result.stdout
+
+
+@pytest.mark.parametrize("args, code", [(["--version"], 0), (["suite", "no-such-suite"], 2)])
+def test_console_script_exits_with_the_heap_frozen(monkeypatch, capsys, args, code):
+    # the interpreter's last collections over the whole heap cost ~0.3 s after a suite run
+    from cmbench.cli import run
+
+    monkeypatch.setattr("sys.argv", ["cmbench", *args])
+    gc.unfreeze()
+    try:
+        with pytest.raises(SystemExit) as stop:
+            run()
+        assert stop.value.code == code and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 def test_plugins_table_lists_builtins_and_a_plugin_file(winsorized_file):
