@@ -383,6 +383,30 @@ def _children(pid: int) -> set[int]:
     return kids
 
 
+def _workers(pid: int) -> set[int]:
+    """The worker processes of the cmbench process ``pid``: its children but the resource
+    tracker (forked workers share the parent's command line; spawned ones say "spawn")."""
+    kids = set()
+    for k in _children(pid):
+        try:
+            cmdline = Path(f"/proc/{k}/cmdline").read_text()
+        except OSError:
+            continue
+        if "resource_tracker" not in cmdline:
+            kids.add(k)
+    return kids
+
+
+def _open_files(pid: int) -> set[str]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            out.add(os.path.realpath(os.readlink(fd)))
+        except OSError:
+            continue
+    return out
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -407,10 +431,14 @@ def test_workers_do_not_outlive_a_sigkilled_parent(tmp_path, out):
         deadline = time.monotonic() + 60
         workers: set[int] = set()
         while time.monotonic() < deadline and len(workers) < 2:
-            workers = {k for k in _children(proc.pid) if "cmbench" not in Path(f"/proc/{k}/cmdline").read_text()
-                       or "spawn" in Path(f"/proc/{k}/cmdline").read_text()}
+            workers = _workers(proc.pid)
             time.sleep(0.2)
         assert workers, "no worker process started"
+        # a forked worker closes its copy of the run lock: killed, the parent leaves the folder free
+        lock = os.path.realpath(out / "s" / ".lock")
+        assert lock in _open_files(proc.pid), "the run lock is not where this test looks"
+        holders = [w for w in workers if lock in _open_files(w)]
+        assert not holders, f"worker processes {holders} hold the run lock {lock}"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 30

@@ -24,9 +24,10 @@ started before the parent does anything else, and its imports overlap the
 parent's. (Forked before the parent's imports, each helper would import
 matplotlib on its own: on 2 cores that costs more than it overlaps.)
 
-Start method: a helper is forked from the parent only where that is safe: on Linux, with no other
-thread running in the parent and no Dask client made in it (a fork copies
-locks that other threads may hold; a run on a Dask cluster asks for ``spawn``).
+Start method: a helper is forked from the parent only where that is safe
+(`cmbench.forking`): on Linux, with no other thread running in the parent and
+no Dask client made in it (a fork copies locks that other threads may hold; a
+run on a Dask cluster asks for ``spawn``).
 Elsewhere it is spawned, and imports what it needs. ``CMBENCH_REPORT_START``
 (``fork`` or ``spawn``) overrides the choice.
 
@@ -41,8 +42,6 @@ import gc
 import multiprocessing as mp
 import os
 import queue
-import sys
-import threading
 import time
 import traceback
 from multiprocessing.reduction import ForkingPickler
@@ -61,13 +60,15 @@ class HelperError(RuntimeError):
 
 
 def start_method() -> str:
-    """``"fork"`` where forking this process is safe (see the module docstring), else ``"spawn"``.
+    """``"fork"`` where forking this process is safe (`cmbench.forking`), else ``"spawn"``.
 
     Raises
     ------
     cmbench.errors.UserError
         ``CMBENCH_REPORT_START`` names another method, or one this platform lacks.
     """
+    from ..forking import fork_is_safe
+
     forced = os.environ.get(START_ENV, "").strip()
     if forced:
         if forced not in ("fork", "spawn") or forced not in mp.get_all_start_methods():
@@ -76,18 +77,7 @@ def start_method() -> str:
             raise UserError(f"{START_ENV}={forced!r}: expected 'fork' or 'spawn' "
                             f"(this platform has {', '.join(mp.get_all_start_methods())})")
         return forced
-    client = sys.modules.get("distributed.client")  # xarray imports distributed; a client is what counts
-    safe = (sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
-            and not _other_threads() and not getattr(client, "_global_clients", None))
-    return "fork" if safe else "spawn"
-
-
-def _other_threads() -> list:
-    """Threads other than this one, but tqdm's progress-bar monitor: it sleeps once the
-    run's bar is closed, and the only lock it takes is tqdm's, which a helper never uses."""
-    monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
-    return [t for t in threading.enumerate() if t is not threading.current_thread()
-            and not (monitor is not None and isinstance(t, monitor))]
+    return "fork" if fork_is_safe() else "spawn"
 
 
 def preload() -> None:

@@ -273,7 +273,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             todo.append(job)
             if ready is None and not scheduler and (workers > 1 or isolate):
                 # the workers start (imports, the suite's rebuild) while the rest is looked up
-                ready = prestart(workers, packed)
+                ready = prestart(workers, packed, inherited=(store.lock_path,))
         if warm is not None and todo and (scheduler or workers > 1 or isolate):
             warm.start()  # after the lookups, which it would slow: this process now mostly waits
         return _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, packed, datasets,

@@ -426,12 +426,17 @@ class Store:
         return removed
 
     # -------------------------------------------------------------- the run lock
+    @property
+    def lock_path(self) -> Path:
+        """The file whose lock a run holds (forked workers close their copy of it)."""
+        return self.root / ".lock"
+
     def lock(self) -> None:
         """Refuse a second run writing the same folder at the same time (any platform)."""
         from filelock import FileLock, Timeout
 
         self.root.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.root / ".lock"), timeout=0)
+        lock = FileLock(str(self.lock_path), timeout=0)
         try:
             lock.acquire()
         except Timeout:

@@ -1,0 +1,35 @@
+"""When a child process may be forked from this one, rather than spawned.
+
+A forked child starts with the parent's modules and objects (no imports, no
+rebuild of the suite), so it costs a fraction of a spawned one. It is also a
+copy of the parent at one instant: a lock that another thread of the parent
+held then stays held in the child for ever. Forking is therefore used only on
+Linux, with no other Python thread running and no Dask client made in this
+process (its threads and event loop). Native threads of the BLAS libraries are
+not Python threads; OpenBLAS shuts its pool down around a fork itself.
+
+Used by the sweep's first pool of local workers (`cmbench.runner.executors`)
+and by the report's helpers (`cmbench.report.helpers`).
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+import threading
+
+__all__ = ["fork_is_safe", "other_threads"]
+
+
+def fork_is_safe() -> bool:
+    """Whether forking this process now cannot copy a lock held by another thread (see above)."""
+    client = sys.modules.get("distributed.client")  # xarray imports distributed; a client is what counts
+    return (sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
+            and not other_threads() and not getattr(client, "_global_clients", None))
+
+
+def other_threads() -> list:
+    """Threads other than this one, but tqdm's progress-bar monitor: it sleeps once the
+    run's bar is closed, and the only lock it takes is tqdm's, which a child never uses."""
+    monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
+    return [t for t in threading.enumerate() if t is not threading.current_thread()
+            and not (monitor is not None and isinstance(t, monitor))]
