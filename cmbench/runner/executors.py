@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import multiprocessing
 import os
 import threading
@@ -111,9 +112,18 @@ def prestart(workers: int, bundle=None, inherited: tuple = ()) -> ProcessPoolExe
     """
     from ..forking import fork_is_safe
 
-    pool = _pool(workers, method="fork" if fork_is_safe() else "spawn", inherited=inherited)
-    for _ in range(workers):  # one task per worker: each submit spawns a process
-        pool.submit(_warm, bundle)
+    method = "fork" if fork_is_safe() else "spawn"
+    pool = _pool(workers, method=method, inherited=inherited)
+    if method == "fork":
+        # The cyclic collector of a forked worker would walk (and so copy) every object of the
+        # client it inherited; frozen now, they are left alone there (as for the report helpers).
+        gc.freeze()
+    try:
+        for _ in range(workers):  # one task per worker: a forked pool starts them all at the first
+            pool.submit(_warm, bundle)
+    finally:
+        if method == "fork":
+            gc.unfreeze()
     return pool
 
 
