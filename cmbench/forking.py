@@ -8,16 +8,42 @@ Linux, with no other Python thread running and no Dask client made in this
 process (its threads and event loop). Native threads of the BLAS libraries are
 not Python threads; OpenBLAS shuts its pool down around a fork itself.
 
-Used by the sweep's first pool of local workers (`cmbench.runner.executors`)
-and by the report's helpers (`cmbench.report.helpers`).
+Native threads that a plugin's import may have started (an OpenMP runtime,
+say) cannot be seen from Python: where one makes forked children hang, the
+environment variable of each use forces ``spawn`` (`start_method`).
+
+Used by the sweep's first pool of local workers (`cmbench.runner.executors`,
+``CMBENCH_WORKER_START``) and by the report's helpers (`cmbench.report.helpers`,
+``CMBENCH_REPORT_START``).
 """
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import sys
 import threading
 
-__all__ = ["fork_is_safe", "other_threads"]
+__all__ = ["fork_is_safe", "other_threads", "start_method"]
+
+
+def start_method(variable: str) -> str:
+    """``"fork"`` where `fork_is_safe`, else ``"spawn"``; the environment ``variable``
+    (``fork`` or ``spawn``) overrides the choice.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        ``variable`` names another method, or one this platform lacks.
+    """
+    forced = os.environ.get(variable, "").strip()
+    if forced:
+        if forced not in ("fork", "spawn") or forced not in mp.get_all_start_methods():
+            from .errors import UserError
+
+            raise UserError(f"{variable}={forced!r}: expected 'fork' or 'spawn' "
+                            f"(this platform has {', '.join(mp.get_all_start_methods())})")
+        return forced
+    return "fork" if fork_is_safe() else "spawn"
 
 
 def fork_is_safe() -> bool:

@@ -60,24 +60,17 @@ class HelperError(RuntimeError):
 
 
 def start_method() -> str:
-    """``"fork"`` where forking this process is safe (`cmbench.forking`), else ``"spawn"``.
+    """``"fork"`` where forking this process is safe (`cmbench.forking`), else ``"spawn"``;
+    ``CMBENCH_REPORT_START`` overrides it.
 
     Raises
     ------
     cmbench.errors.UserError
         ``CMBENCH_REPORT_START`` names another method, or one this platform lacks.
     """
-    from ..forking import fork_is_safe
+    from ..forking import start_method as choose
 
-    forced = os.environ.get(START_ENV, "").strip()
-    if forced:
-        if forced not in ("fork", "spawn") or forced not in mp.get_all_start_methods():
-            from ..errors import UserError
-
-            raise UserError(f"{START_ENV}={forced!r}: expected 'fork' or 'spawn' "
-                            f"(this platform has {', '.join(mp.get_all_start_methods())})")
-        return forced
-    return "fork" if fork_is_safe() else "spawn"
+    return choose(START_ENV)
 
 
 def preload() -> None:

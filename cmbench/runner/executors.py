@@ -51,6 +51,9 @@ def isolated(jobs: Iterable[Job], fn: Callable, died: Optional[Callable] = None)
     return processes(jobs, fn, 1, died)
 
 
+#: environment variable forcing how the first pool's workers start (``fork`` or ``spawn``)
+WORKER_START_ENV = "CMBENCH_WORKER_START"
+
 #: The environment of every worker process, local or Dask: one BLAS/OpenMP thread,
 #: since several threads per worker would oversubscribe the cores and change last bits.
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -108,11 +111,17 @@ def prestart(workers: int, bundle=None, inherited: tuple = ()) -> ProcessPoolExe
     plain install); started before the client has planned the whole sweep,
     the workers do that while the client still looks units up in its cache.
     Pools made later (after a worker died) are spawned: the client has
-    threads by then.
-    """
-    from ..forking import fork_is_safe
+    threads by then. ``CMBENCH_WORKER_START`` (``fork`` or ``spawn``)
+    overrides the choice.
 
-    method = "fork" if fork_is_safe() else "spawn"
+    Raises
+    ------
+    cmbench.errors.UserError
+        ``CMBENCH_WORKER_START`` names another method, or one this platform lacks.
+    """
+    from ..forking import start_method
+
+    method = start_method(WORKER_START_ENV)
     pool = _pool(workers, method=method, inherited=inherited)
     if method == "fork":
         # The cyclic collector of a forked worker would walk (and so copy) every object of the
