@@ -9,7 +9,8 @@ entry points, dotted modules), which must be installed on the workers. Every
 path in it is absolute, resolved on the client. A worker rebuilds the suite
 with `install`, importing the plugin sources from memory under the client's
 paths (so tracebacks and code digests are those of the client's files) and
-writing data files into a private temporary folder.
+writing data files into a private folder (`_data_folder`: in a Dask worker's own
+space, else a temporary folder that outlives no process, even a killed one).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections import OrderedDict
@@ -216,7 +218,7 @@ def _rebuild(bundle: SuiteBundle) -> tuple[Suite, Optional[str]]:
                 "worker reads it at the same path")
     folder = None
     if bundle.data:
-        folder = tempfile.mkdtemp(prefix="cmbench-data-")
+        folder = _data_folder()
         local = {}
         files = dict(bundle.files)
         for i, where in enumerate(bundle.data):
@@ -226,6 +228,51 @@ def _rebuild(bundle: SuiteBundle) -> tuple[Suite, Optional[str]]:
             local[where] = str(target)
         suite = _localize(suite, local)
     return suite, folder
+
+
+PREFIX = "cmbench-data-"
+
+
+def _data_folder() -> str:
+    """A new private folder for shipped data files, removed even if this process is killed.
+
+    In a Dask worker it lies in the worker's local directory, which Dask deletes
+    when the worker closes and purges when a killed worker's space is found
+    stale. Elsewhere it lies in the temporary folder, named after this process;
+    folders of processes that no longer run are deleted first (atexit does not
+    run in a killed process).
+    """
+    dask = sys.modules.get("distributed")  # a Dask worker has it loaded; nobody else needs it
+    if dask is not None:
+        try:
+            return tempfile.mkdtemp(prefix=PREFIX, dir=dask.get_worker().local_directory)
+        except (ValueError, AttributeError, OSError):
+            pass  # not in a Dask task, or no usable local directory
+    _remove_orphans(tempfile.gettempdir())
+    return tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")
+
+
+def _remove_orphans(parent: str) -> None:
+    """Delete ``parent``'s data folders whose process (the pid in the name) has ended."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(PREFIX):].split("-", 1)[0]
+        if not name.startswith(PREFIX) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # another user's process, or a platform without signal 0: leave it
+    return True
 
 
 _INSTALL_HINT = ("; a plugin given as a module name or installed as a distribution must be installed on "

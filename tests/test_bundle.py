@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import pickle
 import sys
 import textwrap
@@ -139,3 +140,37 @@ def test_the_clients_size_limits_hold_on_the_worker(client, monkeypatch):
     packed = bundle.bundle_suite(suite)
     monkeypatch.setenv("CMBENCH_MAX_CELLS", "1")  # the worker's own environment does not decide
     assert bundle.install(packed).name == "shipped"
+
+
+KILLED_WORKER = """
+import os, pickle, signal, sys
+from cmbench import bundle
+suite = bundle.install(pickle.loads(open(sys.argv[1], "rb").read()))
+print(suite.experiments[0].datasets[0].params["path"], flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no atexit, no cleanup
+"""
+
+
+def test_a_killed_workers_data_folder_is_removed_by_the_next_one(client, tmp_path, monkeypatch):
+    """Shipped data go to a folder named after the process; a later process deletes the
+    folders of processes that have ended, so a SIGKILLed worker leaves nothing behind for long."""
+    import subprocess
+    import tempfile
+
+    suite = load_suite("suite.toml", plugins=["boom.py"])
+    packed = bundle.bundle_suite(suite)
+    (tmp_path / "bundle.pkl").write_bytes(pickle.dumps(packed))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "cmbench-data-notapid-x").mkdir()  # not ours: kept
+    killed = subprocess.run([sys.executable, "-c", KILLED_WORKER, str(tmp_path / "bundle.pkl")],
+                            capture_output=True, text=True, env={**os.environ, "TMPDIR": str(scratch)})
+    assert killed.returncode == -9, killed.stderr
+    left = Path(killed.stdout.strip()).parents[1]
+    assert left.parent == scratch and left.is_dir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    rebuilt = bundle.install(dataclasses.replace(packed, digest="next"))
+    mine = Path(rebuilt.experiments[0].datasets[0].params["path"]).parents[1]
+    assert not left.exists()
+    assert sorted(p.name for p in scratch.iterdir()) == sorted(["cmbench-data-notapid-x", mine.name])
+    assert mine.name.startswith(f"cmbench-data-{os.getpid()}-")

@@ -101,7 +101,9 @@ def cluster(tmp_path_factory):
     port = _free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("CMBENCH_DATA_DIR", "CMBENCH_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH")}
-    env.update(HOME=str(worker_dir / "home"), CMB_WORKDIR=str(worker_dir), CMB_PORT=str(port),
+    (worker_dir / "tmp").mkdir()
+    env.update(HOME=str(worker_dir / "home"), TMPDIR=str(worker_dir / "tmp"), CMB_WORKDIR=str(worker_dir),
+               CMB_PORT=str(port),
                CMB_DASK=str(DASK), CMB_PARENT=str(os.getpid()), OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1")
     proc = subprocess.Popen(
@@ -243,6 +245,10 @@ def test_a_csv_table_next_to_the_suite_travels_with_the_jobs(cluster):
     remote, serial = remote_and_serial(cluster, folder, SALES_SUITE)
     assert set(np.unique(remote["status"].sel(dataset="sales").values)) == {"ok", "not-applicable"}
     assert_same_cube(remote, serial)
+    # Each worker wrote the table into its Dask space (which Dask deletes when the worker
+    # closes, or purges once it finds it stale), not into the temporary folder.
+    copies = sorted(cluster.worker_dir.glob("w[12]/**/cmbench-data-*/0/sales.csv"))
+    assert len(copies) == 2 and not list((cluster.worker_dir / "tmp").glob("cmbench-data-*")), copies
     # A user's unusable table is a user error found on the client, before any job is sent.
     (folder / "tables" / "typo.csv").write_text("a,b\n1,2\n3,x\n5,6\n")
     typo = folder / "typo.toml"
