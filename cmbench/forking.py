@@ -1,4 +1,5 @@
-"""When a child process may be forked from this one, rather than spawned.
+"""When a child process may be forked from this one, rather than spawned; and how a child
+ends with its parent.
 
 A forked child starts with the parent's modules and objects (no imports, no
 rebuild of the suite), so it costs a fraction of a spawned one. It is also a
@@ -14,7 +15,9 @@ environment variable of each use forces ``spawn`` (`start_method`).
 
 Used by the sweep's first pool of local workers (`cmbench.runner.executors`,
 ``CMBENCH_WORKER_START``) and by the report's helpers (`cmbench.report.helpers`,
-``CMBENCH_REPORT_START``).
+``CMBENCH_REPORT_START``). Both kinds of children, forked or spawned, call
+`exit_with_parent`: a parent killed by SIGKILL runs no cleanup, and a child
+waiting for its next task would otherwise wait for ever.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import os
 import sys
 import threading
 
-__all__ = ["fork_is_safe", "other_threads", "start_method"]
+__all__ = ["exit_with_parent", "fork_is_safe", "other_threads", "start_method"]
 
 
 def start_method(variable: str) -> str:
@@ -59,3 +62,16 @@ def other_threads() -> list:
     monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
     return [t for t in threading.enumerate() if t is not threading.current_thread()
             and not (monitor is not None and isinstance(t, monitor))]
+
+
+def exit_with_parent(parent: int, interval: float = 0.5) -> None:
+    """End this process within ``interval`` seconds of its parent ``parent`` (a pid) being
+    gone, even killed by SIGKILL: a daemon thread watches ``os.getppid()``."""
+    def watch() -> None:
+        import time
+
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="cmbench-parent-watch").start()

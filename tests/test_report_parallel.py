@@ -155,3 +155,51 @@ def test_two_helpers_draw_two_pages_at_once_into_their_own_documents():
         docs = team.finish()
     assert sorted(len(indices) for indices, _ in docs) == [1, 1]
     assert sorted(i for indices, _ in docs for i in indices) == [0, 1]
+
+
+ORPHAN_PARENT = """
+import sys, time
+from cmbench.report.helpers import Helpers
+h = Helpers(2, method=sys.argv[1])
+print(" ".join(str(p.pid) for p in h.procs), flush=True)
+time.sleep(120)  # killed by the test meanwhile: Helpers.close never runs
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds processes in /proc")
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_helpers_do_not_outlive_a_sigkilled_parent(method):
+    """A helper waits for tasks from its parent; killed, the parent sends none, ever."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, method], stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    left = pids
+    try:
+        assert len(pids) == 2
+        time.sleep(1.0)  # both helpers waiting for their first task
+        assert all(_running(p) for p in pids), "a helper ended before its parent"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_running(p) for p in pids):
+            time.sleep(0.1)
+        left = [p for p in pids if _running(p)]
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for p in left:  # leave no stray process behind, even when the test fails
+            os.kill(p, signal.SIGKILL)
+    assert not left, f"report helpers {left} outlived their killed parent"
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an orphan's zombie is reaped by init, not by us)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -101,7 +101,7 @@ class Helpers:
         ctx = mp.get_context(self.method)
         self.tasks = ctx.Queue()
         self.results = ctx.Queue()
-        self.procs = [ctx.Process(target=_main, args=(self.tasks, self.results, k, meta or {}),
+        self.procs = [ctx.Process(target=_main, args=(self.tasks, self.results, k, meta or {}, os.getpid()),
                                   name=f"cmbench-report-{k}", daemon=True) for k in range(max(1, n))]
         if self.method == "fork":
             # A forked helper shares the parent's memory until it writes to a page; the cyclic
@@ -205,8 +205,15 @@ class Helpers:
 
 
 # -- the helper's side --------------------------------------------------------------------------
-def _main(tasks, results, k: int, meta: dict) -> None:
-    """Draw pages into one document until told to stop; report it (or the first error)."""
+def _main(tasks, results, k: int, meta: dict, parent: int) -> None:
+    """Draw pages into one document until told to stop; report it (or the first error).
+
+    A helper whose parent is killed ends too (`cmbench.forking.exit_with_parent`): it
+    would otherwise wait for its next task for ever.
+    """
+    from ..forking import exit_with_parent
+
+    exit_with_parent(parent)
     what = "starting"
     try:
         import io

@@ -20,12 +20,12 @@ import functools
 import gc
 import multiprocessing
 import os
-import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
 from ..errors import UserError
+from ..forking import exit_with_parent
 from .units import Job
 
 
@@ -67,16 +67,7 @@ def _worker_init(parent: int, slot=None, inherited: tuple = ()) -> None:
         from . import units
 
         units.RUNNING = slot
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="cmbench-parent-watch").start()
-
-
-def _watch_parent(parent: int, interval: float = 0.5) -> None:
-    """End this worker when the process that started it is gone (killed, even by SIGKILL)."""
-    import time
-
-    while os.getppid() == parent:
-        time.sleep(interval)
-    os._exit(1)
+    exit_with_parent(parent)
 
 
 def _close_inherited(paths: tuple) -> None:
@@ -84,7 +75,7 @@ def _close_inherited(paths: tuple) -> None:
 
     The run lock is a ``flock`` on a descriptor that a fork duplicates: were the
     parent killed, a worker still holding its copy would hold the lock until it
-    noticed (`_watch_parent`), and a rerun started meanwhile would be refused.
+    noticed (`cmbench.forking.exit_with_parent`), and a rerun started meanwhile would be refused.
     Closing a copy leaves the parent's lock in place.
     """
     wanted = {os.path.realpath(p) for p in paths}
