@@ -234,13 +234,15 @@ PREFIX = "cmbench-data-"
 
 
 def _data_folder() -> str:
-    """A new private folder for shipped data files, removed even if this process is killed.
+    """A new private folder for shipped data files, which a killed process leaves for long nowhere.
 
     In a Dask worker it lies in the worker's local directory, which Dask deletes
     when the worker closes and purges when a killed worker's space is found
-    stale. Elsewhere it lies in the temporary folder, named after this process;
-    folders of processes that no longer run are deleted first (atexit does not
-    run in a killed process).
+    stale. Elsewhere (a test, a worker outside a Dask task) it lies in the
+    temporary folder, named after this process, and is removed at exit; folders
+    of processes that no longer run are deleted before a new one is made, since
+    a killed process runs no atexit (not on Windows, where probing a process by
+    `os.kill` would end it).
     """
     dask = sys.modules.get("distributed")  # a Dask worker has it loaded; nobody else needs it
     if dask is not None:
@@ -266,6 +268,8 @@ def _remove_orphans(parent: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill there terminates the process, whatever the signal
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
