@@ -432,16 +432,29 @@ def _table(header, rows) -> None:
         click.echo(line(row))
 
 
-def run() -> None:
-    """The console script: `main`, whose exit skips the interpreter's last garbage collections.
+#: the cyclic garbage collector's thresholds in the console script (CPython's default:
+#: 700, 10, 10). Importing xarray, pandas and matplotlib allocates hundreds of
+#: thousands of objects, and each 700 allocations start a collection: about 1,060
+#: collections and 0.43 s of CPU in a suite run with a new estimator (client and
+#: report helpers), 27 and 0.16 s with these (benchmarks/README.md).
+GC_THRESHOLDS = (20_000, 20, 20)
 
-    At exit CPython collects cycles over the whole heap (xarray, pandas,
-    matplotlib, the results) before freeing it: about 0.3 s on 2 cores after a
-    suite run, a fifth of a rerun that computes nothing. Objects frozen
-    (`gc.freeze`) are left to the operating system. Nothing is skipped
-    otherwise: ``atexit`` handlers run, buffers are flushed, and every file
-    cmbench writes is closed (and renamed into place) by then.
+
+def run() -> None:
+    """The console script: `main`, with fewer garbage collections, and an exit that skips
+    the interpreter's last ones.
+
+    Collections run less often (`GC_THRESHOLDS`) in this process and in the
+    processes forked from it. At exit CPython collects cycles over the whole
+    heap (xarray, pandas, matplotlib, the results) before freeing it: about
+    0.3 s on 2 cores after a suite run, a fifth of a rerun that computes
+    nothing. Objects frozen (`gc.freeze`) are left to the operating system.
+    Nothing is skipped otherwise: ``atexit`` handlers run, buffers are
+    flushed, and every file cmbench writes is closed (and renamed into place)
+    by then. A program that calls `main` or `cmbench.run_suite` keeps its own
+    collector settings.
     """
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         main()  # standalone: ends with SystemExit
     finally:

@@ -24,13 +24,16 @@ def test_console_script_exits_with_the_heap_frozen(monkeypatch, capsys, args, co
     from cmbench.cli import run
 
     monkeypatch.setattr("sys.argv", ["cmbench", *args])
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     try:
         with pytest.raises(SystemExit) as stop:
             run()
         assert stop.value.code == code and gc.get_freeze_count() > 0
+        assert gc.get_threshold() == cmbench.cli.GC_THRESHOLDS  # fewer collections on the way
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def test_plugins_table_lists_builtins_and_a_plugin_file(winsorized_file):
