@@ -99,16 +99,15 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
     from .runner import Progress, run_suite as _run
 
     stats = options.pop("stats", None) or Progress()
-    if report:  # the report step's imports, done while the units compute
-        from .report.helpers import preload
-
-        options.setdefault("while_computing", preload)
-    cubes = _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
     if report:
+        from .report.helpers import preload
         from .report.outputs import write_suite_reports
 
-        write_suite_reports(stats.outputs, workers=max(workers, 1), start="spawn" if scheduler else None)
-    return cubes
+        options.setdefault("while_computing", preload)  # the report step's imports, while units compute
+        # drawn before the run lets go of the output folder (never fork after a Dask client)
+        options["then"] = lambda outputs: write_suite_reports(outputs, workers=max(workers, 1),
+                                                              start="spawn" if scheduler else None)
+    return _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
 
 
 __all__ = [

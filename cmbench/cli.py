@@ -112,13 +112,26 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     if dry_run:
         _print_plan(suite, out, plugins, experiments, select, timeout)
         return
+    from .report.helpers import HelperError
+    from .report.outputs import write_suite_reports
+
+    def draw(outputs) -> None:  # the report's pages are drawn by as many processes as the run had
+        write_suite_reports(outputs, workers=max(workers, 1),
+                            start="spawn" if scheduler else None)  # never fork after a Dask client
+
     stats = Progress()
     try:
         cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
                           timeout=timeout, resume=resume, progress=progress, stats=stats,
                           cache_size=cache_size, experiments=experiments, select=select,
                           fail_fast=fail_fast, post_mortem=post_mortem,
-                          while_computing=preload if report else None)  # while units compute
+                          while_computing=preload if report else None,  # while units compute
+                          then=draw if report else None)  # before the output folder is let go
+    except HelperError as exc:
+        click.echo(f"cmbench: error: {exc}", err=True)
+        click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "
+                   "`cmbench suite` again draws the report", err=True)
+        sys.exit(1)
     except Interrupted as exc:
         click.echo(f"cmbench: {exc}", err=True)
         sys.exit(130)
@@ -130,18 +143,6 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
         if exc.traceback:
             click.echo(exc.traceback.rstrip(), err=True)
         sys.exit(1)
-    if report:  # asked for after the run: the runner draws no report
-        from .report.helpers import HelperError
-        from .report.outputs import write_suite_reports
-
-        try:  # the report's pages are drawn by as many processes as the run had
-            write_suite_reports(stats.outputs, workers=max(workers, 1),
-                                start="spawn" if scheduler else None)  # never fork after a Dask client
-        except HelperError as exc:
-            click.echo(f"cmbench: error: {exc}", err=True)
-            click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "
-                       "`cmbench suite` again draws the report", err=True)
-            sys.exit(1)
     for old, n in sorted((stats.other_versions or {}).items()):
         click.echo(f"cmbench: note: {n} cached units written by cmbench {old} were recomputed "
                    f"by cmbench {__version__}", err=True)

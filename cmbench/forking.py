@@ -17,7 +17,8 @@ Used by the sweep's first pool of local workers (`cmbench.runner.executors`,
 ``CMBENCH_WORKER_START``) and by the report's helpers (`cmbench.report.helpers`,
 ``CMBENCH_REPORT_START``). Both kinds of children, forked or spawned, call
 `exit_with_parent`: a parent killed by SIGKILL runs no cleanup, and a child
-waiting for its next task would otherwise wait for ever.
+waiting for its next task would otherwise wait for ever. Forked ones also
+`close_inherited` the run lock.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import os
 import sys
 import threading
 
-__all__ = ["exit_with_parent", "fork_is_safe", "other_threads", "start_method"]
+__all__ = ["close_inherited", "exit_with_parent", "fork_is_safe", "other_threads", "start_method"]
 
 
 def start_method(variable: str) -> str:
@@ -75,3 +76,25 @@ def exit_with_parent(parent: int, interval: float = 0.5) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="cmbench-parent-watch").start()
+
+
+def close_inherited(paths: tuple) -> None:
+    """Close this forked child's copies of the parent's descriptors open on ``paths``.
+
+    The run lock is a ``flock`` on a descriptor that a fork duplicates (filelock
+    3.x leaves it open in a child; 4.x closes it itself): were the parent
+    killed, a child still holding its copy would hold the lock until it noticed
+    (`exit_with_parent`), and a rerun started meanwhile would be refused.
+    Closing a copy leaves the parent's lock in place.
+    """
+    wanted = {os.path.realpath(p) for p in paths}
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            if os.path.realpath(os.readlink(f"/proc/self/fd/{fd}")) in wanted:
+                os.close(int(fd))
+        except OSError:
+            continue

@@ -139,3 +139,28 @@ def test_second_run_on_the_same_out_folder_is_refused_while_the_first_finishes_i
     ds = open_cube(out / "slow" / "e.nc")
     assert (ds["status"] == "ok").all() and ds.sizes["budget"] == 6
     assert len(unit_files(out)) == 12
+
+
+
+def test_a_second_run_is_refused_while_the_first_draws_its_report(tmp_path, monkeypatch):
+    """The report is drawn from the cubes on disk: a second run into the folder meanwhile
+    would replace them under it (a report mixing two runs, stamped as the first's)."""
+    import cmbench
+    from cmbench.report import outputs as report_outputs
+
+    suite = slow_suite(tmp_path, delay=0.0, instances=1, budgets="[0.0, 0.1]")
+    out = tmp_path / "out"
+    seen = {}
+    real = report_outputs.write_suite_reports
+
+    def drawing(outputs, **kw):  # the first run's report step: a second run starts now
+        second = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out),
+                                 "--no-report"], capture_output=True, text=True, timeout=120)
+        seen.update(code=second.returncode, err=second.stderr)
+        return real(outputs, **kw)
+
+    monkeypatch.setattr(report_outputs, "write_suite_reports", drawing)
+    cmbench.run_suite(suite, out=out, report=True)
+    assert_user_error(seen["code"], seen["err"], "another cmbench run is writing", str(out / "slow"))
+    assert (out / "slow.pdf").is_file() and (out / "slow.html").is_file()
+    assert cli_inproc("suite", suite, "--out", out, "--no-report")[0] == 0  # and let go of after it

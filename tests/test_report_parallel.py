@@ -203,3 +203,38 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+HELD = {}  # the path a forked helper must not hold open (set before the fork)
+
+
+def _draw_unless_holding(record):
+    """A page that fails when this process holds a descriptor open on ``HELD["path"]``."""
+    from matplotlib.figure import Figure
+
+    held = [fd for fd in os.listdir("/proc/self/fd")
+            if os.path.realpath(f"/proc/self/fd/{fd}") == HELD["path"]]
+    if held:
+        raise RuntimeError(f"holds {HELD['path']} open (descriptors {held})")
+    return Figure()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+@pytest.mark.parametrize("close", [True, False])
+def test_forked_helpers_close_the_descriptors_they_are_told_to(tmp_path, close):
+    """A suite's report is drawn while its run holds the folder's lock; a forked helper
+    must not keep a copy of that descriptor (with filelock 3.x a fork does)."""
+    lock = tmp_path / ".lock"
+    lock.write_text("")
+    HELD["path"] = os.path.realpath(lock)
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        with helpers.Helpers(1, method="fork", inherited=(str(lock),) if close else ()) as h:
+            h.draw(0, SimpleNamespace(slug="probe", record=None, draw=_draw_unless_holding))
+            if close:
+                assert len(h.finish()) == 1
+            else:  # the probe sees the copy: it would have seen a lock left open
+                with pytest.raises(HelperError, match="holds .*lock open"):
+                    h.finish()
+    finally:
+        os.close(fd)

@@ -94,14 +94,18 @@ class Helpers:
     n : how many processes (at least 1).
     method : ``"fork"`` or ``"spawn"``; default `start_method`.
     meta : the metadata of each helper's PDF document.
+    inherited : paths whose descriptors a forked helper closes (the run lock held while
+        a suite's report is drawn: `cmbench.forking.close_inherited`).
     """
 
-    def __init__(self, n: int, *, method: Optional[str] = None, meta: Optional[dict] = None) -> None:
+    def __init__(self, n: int, *, method: Optional[str] = None, meta: Optional[dict] = None,
+                 inherited: tuple = ()) -> None:
         self.method = method or start_method()
         ctx = mp.get_context(self.method)
         self.tasks = ctx.Queue()
         self.results = ctx.Queue()
-        self.procs = [ctx.Process(target=_main, args=(self.tasks, self.results, k, meta or {}, os.getpid()),
+        self.procs = [ctx.Process(target=_main, args=(self.tasks, self.results, k, meta or {}, os.getpid(),
+                                        inherited if self.method == "fork" else ()),
                                   name=f"cmbench-report-{k}", daemon=True) for k in range(max(1, n))]
         if self.method == "fork":
             # A forked helper shares the parent's memory until it writes to a page; the cyclic
@@ -205,14 +209,17 @@ class Helpers:
 
 
 # -- the helper's side --------------------------------------------------------------------------
-def _main(tasks, results, k: int, meta: dict, parent: int) -> None:
+def _main(tasks, results, k: int, meta: dict, parent: int, inherited: tuple = ()) -> None:
     """Draw pages into one document until told to stop; report it (or the first error).
 
     A helper whose parent is killed ends too (`cmbench.forking.exit_with_parent`): it
-    would otherwise wait for its next task for ever.
+    would otherwise wait for its next task for ever. A forked one first closes its
+    copies of the descriptors open on ``inherited`` (the run lock).
     """
-    from ..forking import exit_with_parent
+    from ..forking import close_inherited, exit_with_parent
 
+    if inherited:
+        close_inherited(inherited)
     exit_with_parent(parent)
     what = "starting"
     try:

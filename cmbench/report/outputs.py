@@ -40,8 +40,9 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
     Parameters
     ----------
     outputs : `cmbench.runner.RunOutputs` (read by attribute: ``cubes``,
-        ``digests``, ``report``, ``cache``): the cubes a run wrote, their
-        content digests, the reports' path without suffix and the cache folder.
+        ``digests``, ``report``, ``cache``, and ``lock`` if present): the cubes a
+        run wrote, their content digests, the reports' path without suffix, the
+        cache folder, and the run lock's file (which forked helpers close).
     pdf, html : which reports to write.
     workers : with more than 1, the PDF's pages are drawn in up to this many
         helper processes (`helpers`; started as early as pays, see there), and
@@ -70,12 +71,14 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
              for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
     todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
     if todo:
-        _draw(cubes, list(outputs.digests), todo, cache / PAGES, workers, stamps, digest, start)
+        lock = getattr(outputs, "lock", None)  # held by the run drawing its report
+        _draw(cubes, list(outputs.digests), todo, cache / PAGES, workers, stamps, digest, start,
+              inherited=(lock,) if lock is not None else ())
     return list(paths.values())
 
 
 def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, workers: int, stamps: Stamps,
-          digest: str, start: str | None) -> None:
+          digest: str, start: str | None, inherited: tuple = ()) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
     the cubes' content digests."""
     from .load import load_cubes
@@ -87,12 +90,12 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
 
         method = start or start_method()
         if method == "spawn":  # a spawned helper imports everything: start it first, to overlap
-            helpers = Helpers(workers, method=method)
+            helpers = Helpers(workers, method=method, inherited=inherited)
     try:
         loaded = load_cubes(cubes)
         if method == "fork":  # a forked helper inherits the parent's modules: import them once, here
             preload()
-            helpers = Helpers(workers, method=method)
+            helpers = Helpers(workers, method=method, inherited=inherited)
         for cube, content in zip(loaded, contents):
             cube.digest = content
         title = default_title(loaded)

@@ -60,13 +60,15 @@ class RunOutputs:
     """What a report of a finished run needs: the cubes written, their content digests, where reports go.
 
     The runner draws no report; `cmbench suite` (and `cmbench.run_suite`) pass this to
-    `cmbench.report.write_suite_reports` after the run.
+    `cmbench.report.write_suite_reports` in `run_suite`'s ``then``, while the output
+    folder is still locked.
     """
 
     cubes: tuple  # netCDF paths, one per experiment, in suite order
     digests: tuple  # a digest of each cube's content (not its creation time)
     report: Path  # the reports' path without suffix: ``<out>/<suite>[-slice]``
     cache: Path  # the suite's cache folder, where drawn pages are kept
+    lock: Optional[Path] = None  # the run lock's file, held while ``then`` runs (`run_suite`)
 
 
 def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
@@ -114,7 +116,8 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
               progress: Optional[bool] = None, report: bool = False, stats: Optional[Progress] = None,
               cache_size=None, experiments: Sequence[str] = (), select: Sequence[str] = (),
               fail_fast: bool = False, post_mortem: bool = False,
-              while_computing: Optional[Callable[[], None]] = None) -> "dict[str, xr.Dataset]":
+              while_computing: Optional[Callable[[], None]] = None,
+              then: Optional[Callable[[RunOutputs], None]] = None) -> "dict[str, xr.Dataset]":
     """Run a suite; return its cubes by experiment name.
 
     Cubes are written to ``<out>/<suite>/<experiment>.nc``; ``stats.outputs``
@@ -135,7 +138,11 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     plugin raised. ``while_computing`` (say, the report step's imports) runs in
     a background thread while units compute, beside the cube step's own
     imports (`warmup`); it must only import, and is done before the cubes
-    are written. A run that computes nothing does not call it.
+    are written. A run that computes nothing does not call it. ``then`` (the
+    report step) is called with ``stats.outputs`` once the cubes are written,
+    while the output folder is still locked: a second run into the same folder
+    is refused until it returns, so that neither replaces the cubes a report
+    is being drawn from.
     """
     from .. import selection
 
@@ -181,7 +188,9 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         stats.evicted = store.evicted
         stats.outputs = RunOutputs(cubes=tuple(folder / f"{e.name}.nc" for e in suite.experiments),
                                    digests=tuple(digests), report=Path(out) / f"{suite.name}{'-slice' if sliced else ''}",
-                                   cache=store.cache)
+                                   cache=store.cache, lock=store.lock_path)
+        if then is not None:
+            then(stats.outputs)
     finally:
         store.unlock()
     return written

@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
 from ..errors import UserError
-from ..forking import exit_with_parent
+from ..forking import close_inherited, exit_with_parent
 from .units import Job
 
 
@@ -62,33 +62,13 @@ WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 def _worker_init(parent: int, slot=None, inherited: tuple = ()) -> None:
     os.environ.update(WORKER_ENV)
     if inherited:
-        _close_inherited(inherited)
+        close_inherited(inherited)
     if slot is not None:
         from . import units
 
         units.RUNNING = slot
     exit_with_parent(parent)
 
-
-def _close_inherited(paths: tuple) -> None:
-    """Close this forked worker's copies of the parent's descriptors open on ``paths``.
-
-    The run lock is a ``flock`` on a descriptor that a fork duplicates: were the
-    parent killed, a worker still holding its copy would hold the lock until it
-    noticed (`cmbench.forking.exit_with_parent`), and a rerun started meanwhile would be refused.
-    Closing a copy leaves the parent's lock in place.
-    """
-    wanted = {os.path.realpath(p) for p in paths}
-    try:
-        fds = os.listdir("/proc/self/fd")
-    except OSError:
-        return
-    for fd in fds:
-        try:
-            if os.path.realpath(os.readlink(f"/proc/self/fd/{fd}")) in wanted:
-                os.close(int(fd))
-        except OSError:
-            continue
 
 
 def prestart(workers: int, bundle=None, inherited: tuple = ()) -> ProcessPoolExecutor:
