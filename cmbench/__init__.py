@@ -101,12 +101,10 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
     stats = options.pop("stats", None) or Progress()
     if report:
         from .report.helpers import preload
-        from .report.outputs import write_suite_reports
+        from .report.outputs import report_step
 
         options.setdefault("while_computing", preload)  # the report step's imports, while units compute
-        # drawn before the run lets go of the output folder (never fork after a Dask client)
-        options["then"] = lambda outputs: write_suite_reports(outputs, workers=max(workers, 1),
-                                                              start="spawn" if scheduler else None)
+        options["then"] = report_step(workers, scheduler)  # before the run lets go of the output folder
     return _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
 
 

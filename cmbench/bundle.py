@@ -10,7 +10,7 @@ path in it is absolute, resolved on the client. A worker rebuilds the suite
 with `install`, importing the plugin sources from memory under the client's
 paths (so tracebacks and code digests are those of the client's files) and
 writing data files into a private folder (`_data_folder`: in a Dask worker's own
-space, else a temporary folder that outlives no process, even a killed one).
+space, else a temporary folder deleted once its process has ended, even killed).
 """
 from __future__ import annotations
 
@@ -234,7 +234,7 @@ PREFIX = "cmbench-data-"
 
 
 def _data_folder() -> str:
-    """A new private folder for shipped data files, which a killed process leaves for long nowhere.
+    """A new private folder for shipped data files, not left behind by a process that is killed.
 
     In a Dask worker it lies in the worker's local directory, which Dask deletes
     when the worker closes and purges when a killed worker's space is found

@@ -113,11 +113,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
         _print_plan(suite, out, plugins, experiments, select, timeout)
         return
     from .report.helpers import HelperError
-    from .report.outputs import write_suite_reports
-
-    def draw(outputs) -> None:  # the report's pages are drawn by as many processes as the run had
-        write_suite_reports(outputs, workers=max(workers, 1),
-                            start="spawn" if scheduler else None)  # never fork after a Dask client
+    from .report.outputs import report_step
 
     stats = Progress()
     try:
@@ -126,7 +122,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
                           cache_size=cache_size, experiments=experiments, select=select,
                           fail_fast=fail_fast, post_mortem=post_mortem,
                           while_computing=preload if report else None,  # while units compute
-                          then=draw if report else None)  # before the output folder is let go
+                          then=report_step(workers, scheduler) if report else None)  # under the run lock
     except HelperError as exc:
         click.echo(f"cmbench: error: {exc}", err=True)
         click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "

@@ -200,3 +200,28 @@ def open_cube(path: Path) -> xr.Dataset:
     """The cube at ``path``, loaded into memory (the file is closed)."""
     with xr.open_dataset(path) as ds:
         return ds.load()
+
+
+# ------------------------------------------------------------- processes that outlive a parent
+def alive(pid: int) -> bool:
+    """``pid`` runs (exists and is not a zombie: an orphan's zombie is init's to reap)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def survivors(pids, within: float) -> list[int]:
+    """Those of ``pids`` still running after waiting up to ``within`` seconds for all to end;
+    they are killed (no stray process is left behind, even when a test fails)."""
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    left = [p for p in pids if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    return left
+

@@ -16,6 +16,7 @@ from cmbench.report import helpers
 from cmbench.report.helpers import HelperError
 from cmbench.report.outputs import write_suite_reports
 
+from conftest import alive, survivors
 from test_report import make_cube, pdf_pages_text
 
 ADVERSARIES = ("min-rho", "random-rho")
@@ -177,32 +178,17 @@ def test_helpers_do_not_outlive_a_sigkilled_parent(method):
 
     parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, method], stdout=subprocess.PIPE, text=True)
     pids = [int(p) for p in parent.stdout.readline().split()]
-    left = pids
     try:
         assert len(pids) == 2
         time.sleep(1.0)  # both helpers waiting for their first task
-        assert all(_running(p) for p in pids), "a helper ended before its parent"
+        assert all(alive(p) for p in pids), "a helper ended before its parent"
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(_running(p) for p in pids):
-            time.sleep(0.1)
-        left = [p for p in pids if _running(p)]
     finally:
         if parent.poll() is None:
             parent.kill()
-        for p in left:  # leave no stray process behind, even when the test fails
-            os.kill(p, signal.SIGKILL)
+        left = survivors(pids, within=20)
     assert not left, f"report helpers {left} outlived their killed parent"
-
-
-def _running(pid: int) -> bool:
-    """``pid`` exists and is not a zombie (an orphan's zombie is reaped by init, not by us)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 HELD = {}  # the path a forked helper must not hold open (set before the fork)

@@ -24,7 +24,7 @@ from cmbench.errors import SuiteError
 from cmbench.runner import run_suite
 from cmbench.suite import load_suite
 import conftest
-from conftest import PLUGINS, assert_user_error, write
+from conftest import PLUGINS, assert_user_error, survivors, write
 from conftest import cli_inproc as cli
 
 
@@ -407,14 +407,6 @@ def _open_files(pid: int) -> set[str]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_workers_do_not_outlive_a_sigkilled_parent(tmp_path, out):
     import signal
@@ -441,15 +433,10 @@ def test_workers_do_not_outlive_a_sigkilled_parent(tmp_path, out):
         assert not holders, f"worker processes {holders} hold the run lock {lock}"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(_alive(w) for w in workers):
-            time.sleep(0.2)
-        left = [w for w in workers if _alive(w)]
     finally:
         if proc.poll() is None:
             proc.kill()
-    for w in left:  # leave no stray process behind, even when the test fails
-        os.kill(w, signal.SIGKILL)
+        left = survivors(workers, within=30)
     assert not left, f"worker processes {left} outlived the killed parent"
 
 

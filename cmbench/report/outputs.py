@@ -77,6 +77,16 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
     return list(paths.values())
 
 
+def report_step(workers: int, scheduler: str | None = None):
+    """The report step of a suite run (its ``then``, `cmbench.runner.run_suite`):
+    `write_suite_reports` with as many drawing processes as the run had, spawned
+    after a run on a Dask cluster (a process with a Dask client is never forked)."""
+    def draw(outputs) -> list[Path]:
+        return write_suite_reports(outputs, workers=max(workers, 1), start="spawn" if scheduler else None)
+
+    return draw
+
+
 def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, workers: int, stamps: Stamps,
           digest: str, start: str | None, inherited: tuple = ()) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
