@@ -89,17 +89,21 @@ def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_run, tmp_p
     assert all(u.startswith(("file:", "data:", "blob:", "about:")) for u in requests), requests
 
 
-@pytest.mark.parametrize("rows, cols, titles", [(1, 1, 1), (1, 3, 3), (2, 3, 5), (2, 2, 4)])
-def test_plain_json_figures_match_plotlys_subplots(rows, cols, titles):
-    """The report writes figures as plain JSON: the same grid, axes and traces as plotly's objects."""
+@pytest.mark.parametrize("rows, cols, titles, spacing", [
+    (1, 1, 1, {}), (1, 3, 3, {}), (2, 3, 5, {}), (2, 2, 4, {}), (1, 3, 3, {"vertical_spacing": 0.1}),
+    (2, 3, 5, {"vertical_spacing": 0.12}), (3, 3, 7, {"vertical_spacing": 0.12}), (4, 3, 12, {})])
+@pytest.mark.parametrize("horizontal", [0.06, None])
+def test_plain_json_figures_match_plotlys_subplots(rows, cols, titles, spacing, horizontal):
+    """The report writes figures as plain JSON: the same grid, axes and traces as plotly's objects
+    (the grid's arithmetic is cmbench's own: plotly.subplots is not imported to write a report)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     from cmbench.report.html import _Plot
 
     names = [f"panel {i}" for i in range(titles)]
-    ref = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.06)
-    ours = _Plot.grid(rows, cols, names, horizontal_spacing=0.06)
+    ref = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=horizontal, **spacing)
+    ours = _Plot.grid(rows, cols, names, horizontal_spacing=horizontal, **spacing)
     for i in range(titles):
         ref.add_trace(go.Scatter(x=[0, 1], y=[i, i], name=f"t{i}"), row=i // cols + 1, col=i % cols + 1)
         ref.update_yaxes(range=[0, i + 1], row=i // cols + 1, col=i % cols + 1)

@@ -382,7 +382,9 @@ def _ranking(cube: Cube) -> str:
 def _cd_svg(result) -> str:
     import matplotlib
 
-    with matplotlib.rc_context(RC):
+    # Text as SVG text, not outlines: the browser sets it (it can be selected and searched), and
+    # the diagram is written in 40-60% less time (0.16 s against 0.3-0.38 s for the paper suite's three)
+    with matplotlib.rc_context({**RC, "svg.fonttype": "none"}):
         fig = significance.cd_diagram(result)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", bbox_inches="tight")
@@ -419,8 +421,8 @@ class _Plot:
 
     plotly's Python figure objects validate every property on every assignment,
     which took most of the HTML report's time; the page needs only the JSON.
-    Grids take their layout (axis domains, panel titles) from plotly's own
-    `make_subplots`, once per shape.
+    Grids get the axis domains and panel titles plotly's `make_subplots` would
+    give them (`_grid_layout`).
     """
 
     CONFIG = {"displaylogo": False, "responsive": True}
@@ -456,12 +458,36 @@ class _Plot:
 
 @functools.lru_cache(maxsize=None)
 def _grid_layout(rows: int, cols: int, titles: int, horizontal_spacing, vertical_spacing) -> dict:
-    from plotly.subplots import make_subplots
+    """The layout plotly's ``make_subplots(rows, cols, subplot_titles=...)`` makes: its arithmetic
+    for a plain grid (``tests/test_html_report.py`` checks it against plotly's own).
 
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"title {i}" for i in range(titles)],
-                        horizontal_spacing=horizontal_spacing, vertical_spacing=vertical_spacing)
-    layout = fig.layout.to_plotly_json()
-    layout.pop("template", None)
+    Importing `plotly.subplots` and building one figure with it took 0.11-0.2 s of
+    the HTML page's 0.7-0.95 s, on every run that rebuilds the page.
+    """
+    hs = 0.2 / cols if horizontal_spacing is None else horizontal_spacing
+    vs = 0.5 / rows if vertical_spacing is None else vertical_spacing  # plotly's default with titles
+    widths = [(1.0 - hs * (cols - 1)) / cols] * cols
+    heights = [(1.0 - vs * (rows - 1)) / rows] * rows
+    layout: dict = {}
+    notes = []
+    for r in range(rows):  # row 1 at the top
+        below = rows - 1 - r
+        y_s = sum(heights[:below]) + below * vs
+        y_e = y_s + heights[-1 - r]
+        y_s, y_e = (min(max(y, 0.0), 1.0) for y in (y_s, y_e))  # plotly's rounding at the edges
+        for c in range(cols):
+            k = r * cols + c + 1
+            suffix = "" if k == 1 else str(k)
+            x_s = sum(widths[:c]) + c * hs
+            x_domain, y_domain = [x_s, x_s + widths[c]], [y_s, y_e]
+            layout[f"xaxis{suffix}"] = {"anchor": f"y{suffix}", "domain": x_domain}
+            layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "domain": y_domain}
+            if k <= titles:
+                notes.append({"font": {"size": 16}, "showarrow": False, "text": f"title {k - 1}",
+                              "x": sum(x_domain) / 2.0, "xanchor": "center", "xref": "paper",
+                              "y": y_domain[1], "yanchor": "bottom", "yref": "paper"})
+    if notes:
+        layout["annotations"] = notes
     return layout
 
 
