@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .store import CACHED_STATUSES, FORMAT, Store, canonical
+from .store import CACHED_STATUSES, FORMAT, Store, canonical, matrix_digest
 from ..cube import FAILED, OK, UnitResult, record, uniform_unit, verdict
 from .units import Job, Pair, Work, adaptive_result
 
@@ -106,7 +106,7 @@ def lookup(store: Store, exp, keys: UnitKeys) -> tuple[Optional[dict], Optional[
 
 
 def _meta(blob: bytes) -> dict:
-    return {"sha256": hashlib.sha256(blob).hexdigest(), "bytes": len(blob)}
+    return {"xxh3": matrix_digest(blob), "bytes": len(blob)}
 
 
 def records_of(out: dict, keys: UnitKeys) -> tuple[dict, dict, dict]:
