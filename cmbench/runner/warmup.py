@@ -11,7 +11,8 @@ an install with dask (which xarray imports on the first cube write), within
 the noise of a plain install, where that part is smaller; CPU the workers
 would use goes to the imports meanwhile.
 
-The thread only imports: nothing is computed or written there, and an import
+The thread only imports (and reads which BLAS is loaded, for the cubes'
+provenance): nothing is computed or written there, and an import
 that fails is left to the step that needs it, which reports it as it would
 without the warm-up. It is joined before the cubes are written, so that a
 report helper forked afterwards (`cmbench.report.helpers`) finds no other
@@ -24,9 +25,15 @@ from typing import Callable, Optional
 
 
 def import_cube_writer() -> None:
-    """What `cmbench.cube.save` imports on its first call: xarray and its netCDF engine."""
+    """What writing the cubes imports on its first call: xarray and its netCDF engine, and
+    scipy.linalg, whose BLAS a cube's ``environment`` attribute lists (`cmbench.cube.environment`,
+    which is then looked up here: 0.12 s that were spent after the sweep, on one core)."""
     import xarray  # noqa: F401
     import xarray.backends.netCDF4_  # noqa: F401
+
+    from ..cube import environment
+
+    environment()  # once per process (cached); it imports scipy.linalg and lists the loaded BLAS
 
     try:  # where dask is installed, xarray imports it (and asks for a client) on the first write
         from xarray.backends.locks import get_dask_scheduler
