@@ -195,8 +195,11 @@ def load_cubes(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube]) -> list[C
     return [c if isinstance(c, Cube) else load_cube(c, index=i) for i, c in enumerate(cubes)]
 
 
-def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0) -> Cube:
+def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0, source: str | None = None) -> Cube:
     """Read a results cube (netCDF path or Dataset) and check it.
+
+    ``source`` names a Dataset in messages and on the report's pages (say, the
+    file it was written to); default ``<in-memory cube EXPERIMENT>``.
 
     Raises
     ------
@@ -205,8 +208,9 @@ def load_cube(src: str | os.PathLike | xr.Dataset, *, index: int = 0) -> Cube:
         attribute is not valid JSON; the message names the file and what is wrong.
     """
     if isinstance(src, xr.Dataset):
-        ds, source = src, str(src.attrs.get("experiment") or f"<dataset {index}>")
-        source = f"<in-memory cube {source!s}>"
+        ds = src
+        if source is None:
+            source = f"<in-memory cube {src.attrs.get('experiment') or f'<dataset {index}>'!s}>"
     else:
         source = str(src)
         ds = cube.load(Path(source))  # one reader, which checks the cube

@@ -40,9 +40,11 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
     Parameters
     ----------
     outputs : `cmbench.runner.RunOutputs` (read by attribute: ``cubes``,
-        ``digests``, ``report``, ``cache``, and ``lock`` if present): the cubes a
-        run wrote, their content digests, the reports' path without suffix, the
-        cache folder, and the run lock's file (which forked helpers close).
+        ``digests``, ``report``, ``cache``, and ``lock`` and ``datasets`` if
+        present): the cubes a run wrote, their content digests, the reports' path
+        without suffix, the cache folder, the run lock's file (which forked
+        helpers close), and the cubes in memory (drawn from rather than the files
+        read back: 0.1 s less, before the helpers can start).
     pdf, html : which reports to write.
     workers : with more than 1, the PDF's pages are drawn in up to this many
         helper processes (`helpers`; started as early as pays, see there), and
@@ -73,7 +75,7 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
     if todo:
         lock = getattr(outputs, "lock", None)  # held by the run drawing its report
         _draw(cubes, list(outputs.digests), todo, cache / PAGES, workers, stamps, digest, start,
-              inherited=(lock,) if lock is not None else ())
+              inherited=(lock,) if lock is not None else (), datasets=tuple(getattr(outputs, "datasets", ())))
     return list(paths.values())
 
 
@@ -88,10 +90,10 @@ def report_step(workers: int, scheduler: str | None = None):
 
 
 def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, workers: int, stamps: Stamps,
-          digest: str, start: str | None, inherited: tuple = ()) -> None:
+          digest: str, start: str | None, inherited: tuple = (), datasets: tuple = ()) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
-    the cubes' content digests."""
-    from .load import load_cubes
+    the cubes' content digests; ``datasets``: the cubes in memory, else they are read from ``cubes``."""
+    from .load import load_cube, load_cubes
     from .pdf import default_title, write_report
 
     helpers = method = None
@@ -102,7 +104,10 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
         if method == "spawn":  # a spawned helper imports everything: start it first, to overlap
             helpers = Helpers(workers, method=method, inherited=inherited)
     try:
-        loaded = load_cubes(cubes)
+        if len(datasets) == len(cubes):
+            loaded = [load_cube(ds, index=i, source=str(path)) for i, (ds, path) in enumerate(zip(datasets, cubes))]
+        else:
+            loaded = load_cubes(cubes)
         if method == "fork":  # a forked helper inherits the parent's modules: import them once, here
             preload()
             helpers = Helpers(workers, method=method, inherited=inherited)

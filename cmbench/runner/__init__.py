@@ -69,6 +69,9 @@ class RunOutputs:
     report: Path  # the reports' path without suffix: ``<out>/<suite>[-slice]``
     cache: Path  # the suite's cache folder, where drawn pages are kept
     lock: Optional[Path] = None  # the run lock's file, held while ``then`` runs (`run_suite`)
+    #: the cubes as written (xarray Datasets, in the order of ``cubes``): a report draws from
+    #: them instead of reading the files back; empty when only the files are known
+    datasets: tuple = ()
 
 
 def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
@@ -188,7 +191,8 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         stats.evicted = store.evicted
         stats.outputs = RunOutputs(cubes=tuple(folder / f"{e.name}.nc" for e in suite.experiments),
                                    digests=tuple(digests), report=Path(out) / f"{suite.name}{'-slice' if sliced else ''}",
-                                   cache=store.cache, lock=store.lock_path)
+                                   cache=store.cache, lock=store.lock_path,
+                                   datasets=tuple(written[e.name] for e in suite.experiments))
         if then is not None:
             then(stats.outputs)
     finally:
