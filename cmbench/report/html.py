@@ -210,7 +210,10 @@ def _experiment(cube: Cube, styles: MethodStyles) -> str:
 
 def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
     summ = summarize(cube.ok_values(metric).sel(adversary=adversary))
-    datasets = [d for d in cube.datasets if np.isfinite(summ.mean.sel(dataset=d).values).any()]
+    # plain arrays indexed by position: an xarray .sel per method and data set took a quarter of the page
+    mean_a, half_a, count_a = (_array(a, "method", "dataset", "budget") for a in (summ.mean, summ.half, summ.count))
+    mi, di = _positions(summ.mean, "method"), _positions(summ.mean, "dataset")
+    datasets = [d for d in cube.datasets if np.isfinite(mean_a[:, di[d]]).any()]
     if not datasets:
         return None
     ncols = min(len(datasets), 3)
@@ -225,9 +228,9 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
     for i, d in enumerate(datasets):
         k = i + 1  # the subplot, row by row
         for m in cube.methods:
-            centre = summ.mean.sel({"dataset": d, "method": m}).values[order]
-            half = summ.half.sel({"dataset": d, "method": m}).values[order]
-            count = summ.count.sel({"dataset": d, "method": m}).values[order]
+            centre = mean_a[mi[m], di[d]][order]
+            half = half_a[mi[m], di[d]][order]
+            count = count_a[mi[m], di[d]][order]
             if not np.isfinite(centre).any():
                 continue
             st = styles[m]
@@ -253,7 +256,7 @@ def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
             shown.add(m)
         # y range from the curves, not the bands: a band over two instances can be
         # huge and would flatten every curve (zoom out to see it whole)
-        centres = summ.mean.sel(dataset=d).values
+        centres = mean_a[:, di[d]]
         top = float(np.nanmax(centres)) if np.isfinite(centres).any() else 1.0
         low = min(0.0, float(np.nanmin(centres)))
         top = top * 1.15 if top > 0 else 1.0
@@ -304,7 +307,9 @@ def _recovery(cube: Cube) -> str:
                 continue
             values = cube.ds[var].where(ok_any & np.isfinite(cube.ds[var])).sel(adversary=adversary)
             mean = values.mean("instance", skipna=True)
-            datasets = [d for d in cube.datasets if np.isfinite(mean.sel(dataset=d).values).any()]
+            mean_a, ri, di = _array(mean, "recoverer", "dataset", "budget"), _positions(mean, "recoverer"), \
+                _positions(mean, "dataset")
+            datasets = [d for d in cube.datasets if np.isfinite(mean_a[:, di[d]]).any()]
             if not datasets:
                 continue
             ncols = min(len(datasets), 3)
@@ -313,7 +318,7 @@ def _recovery(cube: Cube) -> str:
             shown: set[str] = set()
             for i, d in enumerate(datasets):
                 for r in recs:
-                    y = mean.sel(dataset=d, recoverer=r).values[order]
+                    y = mean_a[ri[r], di[d]][order]
                     if not np.isfinite(y).any():
                         continue
                     st = styles[r]
@@ -499,6 +504,16 @@ def _template() -> dict:
 
 
 # -- helpers ------------------------------------------------------------------------------
+def _array(da: xr.DataArray, *dims: str) -> np.ndarray:
+    """``da``'s values with its dims in this order (every dim of ``da`` must be named)."""
+    return da.transpose(*dims).values
+
+
+def _positions(da: xr.DataArray, dim: str) -> dict[str, int]:
+    """Label -> index along ``dim``."""
+    return {str(label): i for i, label in enumerate(da[dim].values)}
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence], num: Sequence[int] = ()) -> str:
     """An HTML table; a cell given as (text, best) is bold when best."""
     num = set(num)
