@@ -22,15 +22,20 @@ from test_report import make_cube, pdf_pages_text
 ADVERSARIES = ("min-rho", "random-rho")
 
 
-def _run(tmp_path: Path, name: str, ds, workers: int, cache: Path | None = None) -> SimpleNamespace:
-    """A finished run's outputs (as the runner gives them) for ``ds``, its reports written."""
+def _run(tmp_path: Path, name: str, ds, workers: int, cache: Path | None = None,
+         memory: bool = False) -> SimpleNamespace:
+    """A finished run's outputs (as the runner gives them) for ``ds``, its reports written;
+    ``memory``: the outputs hold the cube in memory too, as the runner's do (and the file is
+    overwritten with junk, to show that it is not read)."""
     from cmbench.cube import save
     from cmbench.runner.outputs import content_digest
 
     folder = tmp_path / name
     cube = save(ds, folder / "smoke" / "synthetic.nc")
     outputs = SimpleNamespace(cubes=(cube,), digests=(content_digest(ds),), report=folder / "smoke",
-                              cache=cache or folder / "smoke" / ".cache")
+                              cache=cache or folder / "smoke" / ".cache", datasets=(ds,) if memory else ())
+    if memory:
+        cube.write_bytes(b"not a cube")
     write_suite_reports(outputs, workers=workers)
     return outputs
 
@@ -68,6 +73,21 @@ def test_helpers_write_the_reports_that_one_process_writes(tmp_path, monkeypatch
     # the other draws every page of this small cube is a correct run (it failed 1 run in 3 at == 2).
     assert 1 <= len(docs) <= 2
     assert {p.stem for p in (parallel.cache / "pages").glob("*.pdf")} == docs
+
+
+def test_the_report_drawn_from_the_cubes_in_memory_is_that_of_their_files(tmp_path, monkeypatch):
+    """A suite's report is drawn from the cubes the runner holds, not from the files read back:
+    the same pages and HTML, and the same page records (a rerun that reads the files finds them)."""
+    monkeypatch.setenv(helpers.START_ENV, "fork")
+    ds = make_cube(adversaries=ADVERSARIES)
+    files = _run(tmp_path, "a", ds, workers=2, cache=tmp_path / "files")
+    texts, html = _texts(Path(f"{files.report}.pdf")), _html(Path(f"{files.report}.html"))
+    memory = _run(tmp_path, "a", ds, workers=2, cache=tmp_path / "memory", memory=True)
+    assert _texts(Path(f"{memory.report}.pdf")) == texts and len(texts) > 8
+    assert _html(Path(f"{memory.report}.html")) == html
+    # the same page records (digests), but for the first page's: it holds the time of writing
+    same = set(_index(memory.cache)) & set(_index(files.cache))
+    assert len(same) == len(_index(files.cache)) - 1 == len(_index(memory.cache)) - 1
 
 
 def test_a_rerun_takes_the_helpers_pages_from_the_cache(tmp_path, monkeypatch):
