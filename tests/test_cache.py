@@ -180,9 +180,15 @@ def test_evicted_and_torn_matrices_are_recomputed_and_cubes_stay_identical(env):
     evicted = run(grown, env / "out")  # default cap again: new matrices are kept
     assert calls(env) == {"corrupt": 4, "recover": 4, "estimate:flaky": 8}
     assert_same_cube(evicted, run(grown, env / "cold"))
-    # torn matrices: detected by their digest, recomputed
-    for blob in cache.rglob("*.bin"):
-        blob.write_bytes(blob.read_bytes()[: len(blob.read_bytes()) // 2])
+    # torn matrices (half of each file) and damaged ones (one byte flipped, the size kept):
+    # detected by their size or their digest, recomputed
+    for k, blob in enumerate(sorted(cache.rglob("*.bin"))):
+        data = bytearray(blob.read_bytes())
+        if k % 2:
+            data[len(data) // 2] ^= 0xFF
+            blob.write_bytes(bytes(data))
+        else:
+            blob.write_bytes(bytes(data[: len(data) // 2]))
     calls(env)
     again = run(write_suite(env, estimators='["est-a", "est-b", "flaky", {name = "est-a", label = "a2", '
                                            'scale = 3.0}]'), env / "out")
