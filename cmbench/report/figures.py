@@ -122,8 +122,9 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
 def _panel(cube: Cube, adversary: str, dataset: str, mean: xr.DataArray,
            half: xr.DataArray) -> Panel:
     x = cube.budgets
-    curves = {m: (mean.sel({"method": m}).values, half.sel({"method": m}).values)
-              for m in cube.methods}
+    means, halves = (a.transpose("method", "budget").values for a in (mean, half))
+    at = {str(m): i for i, m in enumerate(mean["method"].values)}  # by position: a .sel each cost more
+    curves = {m: (means[at[m]], halves[at[m]]) for m in cube.methods}
     drawn, off = [], []
     lo, hi = float(np.nanmin(x)), float(np.nanmax(x))
     pad = 0.25 * (hi - lo if hi > lo else max(abs(hi), 1.0))
@@ -426,10 +427,10 @@ def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
     record = RuntimePage(
         experiment=cube.experiment, methods=methods, styles={m: styles[m] for m in methods},
         overall=overall, datasets=list(cube.datasets),
-        per_dataset=np.array([[float(per_ds.sel({"method": m, "dataset": d})) for d in cube.datasets]
-                              for m in methods]).reshape(len(methods), len(cube.datasets)),
+        per_dataset=per_ds.transpose("method", "dataset").sel(
+            {"method": methods, "dataset": list(cube.datasets)}).values.astype(float),
         budgets=cube.budgets[order],
-        by_budget=np.array([by_budget.sel({"method": m}).values[order] for m in methods]),
+        by_budget=by_budget.transpose("method", "budget").sel({"method": methods}).values[:, order],
         budget_label=("budget" if len({cube.level(a) for a in cube.adversaries}) != 1
                       else cube.budget_axis(cube.adversaries[0])),
         timeouts=int(counts.get("timeout", 0)), failures=int(counts.get("failed", 0)))

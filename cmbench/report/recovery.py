@@ -51,11 +51,14 @@ def recovery_pages(cube: Cube) -> list[Page]:
                 adversary=[adversary], axis=3)
             summ = summarize(v)
             panels = []
+            # plain arrays by position: a .sel per recoverer and data set cost more than the rest
+            dims = ("method", "dataset", "budget")
+            means, halves = (a.sel(adversary=adversary).transpose(*dims).values for a in (summ.mean, summ.half))
+            at = {str(r): i for i, r in enumerate(summ.mean["method"].values)}
+            where = {str(d): i for i, d in enumerate(summ.mean["dataset"].values)}
             for d in cube.datasets:
-                mean = summ.mean.sel(dataset=d, adversary=adversary)
-                half = summ.half.sel(dataset=d, adversary=adversary)
-                curves = {r: (mean.sel({"method": r}).values, half.sel({"method": r}).values)
-                          for r in recs if np.isfinite(mean.sel({"method": r}).values).any()}
+                mean, half = means[:, where[d]], halves[:, where[d]]
+                curves = {r: (mean[at[r]], half[at[r]]) for r in recs if np.isfinite(mean[at[r]]).any()}
                 if curves:
                     panels.append(Panel(cube.dataset_title(d), cube.budgets, curves, key=d))
             if not panels:
