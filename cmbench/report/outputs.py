@@ -104,8 +104,9 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
         if method == "spawn":  # a spawned helper imports everything: start it first, to overlap
             helpers = Helpers(workers, method=method, inherited=inherited)
     try:
-        if len(datasets) == len(cubes):
-            loaded = [load_cube(ds, index=i, source=str(path)) for i, (ds, path) in enumerate(zip(datasets, cubes))]
+        if len(datasets) == len(cubes):  # copies (a cube is about 1 MB): the caller keeps its own
+            loaded = [load_cube(ds.copy(deep=True), index=i, source=str(path))
+                      for i, (ds, path) in enumerate(zip(datasets, cubes))]
         else:
             loaded = load_cubes(cubes)
         if method == "fork":  # a forked helper inherits the parent's modules: import them once, here
