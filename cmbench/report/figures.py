@@ -21,7 +21,7 @@ import xarray as xr
 
 from .claims import convergence_lines
 from ..cube import FAILURES, GAPS
-from .load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
+from .load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
 from .layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
                      draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes)
 from .style import LineStyle, MethodStyles
@@ -123,7 +123,7 @@ def _panel(cube: Cube, adversary: str, dataset: str, mean: xr.DataArray,
            half: xr.DataArray) -> Panel:
     x = cube.budgets
     means, halves = (a.transpose("method", "budget").values for a in (mean, half))
-    at = {str(m): i for i, m in enumerate(mean["method"].values)}  # by position: a .sel each cost more
+    at = positions(mean, "method")
     curves = {m: (means[at[m]], halves[at[m]]) for m in cube.methods}
     drawn, off = [], []
     lo, hi = float(np.nanmin(x)), float(np.nanmax(x))

@@ -31,7 +31,7 @@ from ..files import replaced
 from ..version import __version__
 from . import significance, tables
 from .figures import thresholds_for
-from .load import METRIC_TEXT, Cube, environment_attr, load_cubes, summarize
+from .load import METRIC_TEXT, Cube, environment_attr, load_cubes, positions, summarize
 from .style import RC, MethodStyles
 
 __all__ = ["write_html", "build_html"]
@@ -210,9 +210,9 @@ def _experiment(cube: Cube, styles: MethodStyles) -> str:
 
 def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
     summ = summarize(cube.ok_values(metric).sel(adversary=adversary))
-    # plain arrays indexed by position: an xarray .sel per method and data set took a quarter of the page
-    mean_a, half_a, count_a = (_array(a, "method", "dataset", "budget") for a in (summ.mean, summ.half, summ.count))
-    mi, di = _positions(summ.mean, "method"), _positions(summ.mean, "dataset")
+    dims = ("method", "dataset", "budget")
+    mean_a, half_a, count_a = (a.transpose(*dims).values for a in (summ.mean, summ.half, summ.count))
+    mi, di = positions(summ.mean, "method"), positions(summ.mean, "dataset")
     datasets = [d for d in cube.datasets if np.isfinite(mean_a[:, di[d]]).any()]
     if not datasets:
         return None
@@ -307,8 +307,8 @@ def _recovery(cube: Cube) -> str:
                 continue
             values = cube.ds[var].where(ok_any & np.isfinite(cube.ds[var])).sel(adversary=adversary)
             mean = values.mean("instance", skipna=True)
-            mean_a, ri, di = _array(mean, "recoverer", "dataset", "budget"), _positions(mean, "recoverer"), \
-                _positions(mean, "dataset")
+            mean_a = mean.transpose("recoverer", "dataset", "budget").values
+            ri, di = positions(mean, "recoverer"), positions(mean, "dataset")
             datasets = [d for d in cube.datasets if np.isfinite(mean_a[:, di[d]]).any()]
             if not datasets:
                 continue
@@ -504,16 +504,6 @@ def _template() -> dict:
 
 
 # -- helpers ------------------------------------------------------------------------------
-def _array(da: xr.DataArray, *dims: str) -> np.ndarray:
-    """``da``'s values with its dims in this order (every dim of ``da`` must be named)."""
-    return da.transpose(*dims).values
-
-
-def _positions(da: xr.DataArray, dim: str) -> dict[str, int]:
-    """Label -> index along ``dim``."""
-    return {str(label): i for i, label in enumerate(da[dim].values)}
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence], num: Sequence[int] = ()) -> str:
     """An HTML table; a cell given as (text, best) is bold when best."""
     num = set(num)

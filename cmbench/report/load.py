@@ -166,6 +166,12 @@ class Summary:
     total: int  # instances in the cube
 
 
+def positions(da: xr.DataArray, dim: str) -> dict[str, int]:
+    """Label -> index along ``dim``: the pages take a view's rows by position, since an xarray
+    ``.sel`` per method and data set cost more than the rest of building a page."""
+    return {str(label): i for i, label in enumerate(da[dim].values)}
+
+
 def summarize(values: xr.DataArray) -> Summary:
     """Mean and 95% t-interval over the ``instance`` dim, skipping NaN.
 

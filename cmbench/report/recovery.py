@@ -13,7 +13,7 @@ import numpy as np
 
 from .figures import Panel, curve_page
 from .layout import Page
-from .load import Cube, summarize
+from .load import Cube, positions, summarize
 from .style import MethodStyles
 
 #: variable -> (axis label, what the page title says)
@@ -51,11 +51,9 @@ def recovery_pages(cube: Cube) -> list[Page]:
                 adversary=[adversary], axis=3)
             summ = summarize(v)
             panels = []
-            # plain arrays by position: a .sel per recoverer and data set cost more than the rest
             dims = ("method", "dataset", "budget")
             means, halves = (a.sel(adversary=adversary).transpose(*dims).values for a in (summ.mean, summ.half))
-            at = {str(r): i for i, r in enumerate(summ.mean["method"].values)}
-            where = {str(d): i for i, d in enumerate(summ.mean["dataset"].values)}
+            at, where = positions(summ.mean, "method"), positions(summ.mean, "dataset")
             for d in cube.datasets:
                 mean, half = means[:, where[d]], halves[:, where[d]]
                 curves = {r: (mean[at[r]], half[at[r]]) for r in recs if np.isfinite(mean[at[r]]).any()}

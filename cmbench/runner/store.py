@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import xxhash
+
 from ..cube import FAILURES, STATUSES
 from ..files import PAGE_FILE, PAGES, TEMP_FILE, atomic_write, remove_matching
 from ..version import __version__
@@ -104,8 +106,6 @@ def matrix_digest(blob: bytes) -> str:
     folder); a rerun with a new estimator reads back some 60 MB of recovered
     matrices, which SHA-256 took 0.1 s over and XXH3 takes 0.015 s.
     """
-    import xxhash
-
     return xxhash.xxh3_128_hexdigest(blob)
 
 
@@ -133,7 +133,8 @@ def valid_record(rec) -> bool:
         elif k == "info":
             ok = isinstance(v, dict) and all(isinstance(a, str) and _number(b) for a, b in v.items())
         elif k == "matrix":
-            ok = (isinstance(v, dict) and set(v) == {"xxh3", "bytes"} and _DIGEST.fullmatch(str(v["xxh3"]))
+            ok = (isinstance(v, dict) and set(v) == {"xxh3", "bytes"} and isinstance(v["xxh3"], str)
+                  and _DIGEST.fullmatch(v["xxh3"]) is not None
                   and isinstance(v["bytes"], int) and not isinstance(v["bytes"], bool) and v["bytes"] >= 0)
         elif k in ("corruption", "recovery", "cell"):  # an adaptive pair's three records
             ok = valid_record(v) or (k != "cell" and v is None)
