@@ -39,13 +39,13 @@ if os.environ.get("CI"):
 # Test plugins, as real files: a test copies the one it needs next to its suite.
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 
-# The DESIGN.md example plugin's source.
+# The README's example plugin's source (verbatim: test_docs checks it).
 WINSORIZED = (PLUGINS / "winsorized.py").read_text()
 
 
 @pytest.fixture
 def winsorized_file(tmp_path) -> Path:
-    """The DESIGN.md example plugin, saved as a file."""
+    """The README's example plugin, saved as a file."""
     path = tmp_path / "winsorized.py"
     path.write_text(WINSORIZED)
     return path

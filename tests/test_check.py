@@ -112,14 +112,7 @@ def test_broken_plugin_in_a_subprocess_exits_1(plugin):
     assert "Warning" not in result.stderr  # the components' own warnings do not clutter the lines
 
 
-def test_the_readme_example_plugin_passes(tmp_path):
-    from pathlib import Path
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Writing a plugin"):]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    path = tmp_path / "winsorized.py"
-    path.write_text(code)
-    result = invoke("check", "--plugin", path)
+def test_the_readme_example_plugin_passes(winsorized_file):
+    result = invoke("check", "--plugin", winsorized_file)  # the README's code (test_docs checks it)
     assert result.exit_code == 0, result.output
     assert "1 component, 4 checks: 4 passed, 0 failed" in result.output

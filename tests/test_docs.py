@@ -40,6 +40,13 @@ def plugin_section() -> str:
     return match.group(1)
 
 
+def test_the_example_plugin_of_the_tests_and_the_benchmarks_is_the_readmes_verbatim():
+    """``tests/plugins/winsorized.py`` is what the tests and ``benchmarks/cache.py`` run as "the
+    README's example": an edit of one without the other fails here."""
+    code = plugin_section().split("```python\n", 1)[1].split("```", 1)[0]
+    assert (Path(__file__).resolve().parent / "plugins" / "winsorized.py").read_text() == code
+
+
 def test_the_hooks_are_found_by_introspection():
     assert {"register_estimators": "cmbench.Estimator", "register_metrics": "cmbench.Metric"}.items() \
         <= hooks().items()
