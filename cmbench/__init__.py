@@ -17,6 +17,7 @@ from .components import (  # noqa: E402
 )
 from .errors import DataError  # noqa: E402 (a data set's loader raises it: one line, exit 2)
 from .hookspecs import hookimpl, hookspec  # noqa: E402
+from .nanstats import nanquantile  # noqa: E402 (column quantiles with hidden entries, for estimators)
 
 
 def load_plugins(extra=()):
@@ -111,5 +112,5 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
 __all__ = [
     "Adversary", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Metric",
     "NotApplicable", "Recoverer", "ShippedTable", "Undefined", "hookimpl", "hookspec",
-    "load_plugins", "run_suite", "to_frame", "__version__",
+    "load_plugins", "nanquantile", "run_suite", "to_frame", "__version__",
 ]
