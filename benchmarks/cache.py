@@ -138,8 +138,8 @@ def suite_args(doc: str) -> argparse.Namespace:
 
 @contextlib.contextmanager
 def bench_folder(prefix: str, args: argparse.Namespace) -> Iterator[tuple[Path, Path, list]]:
-    """A temporary folder with the plugin (`suite_args`: the README's by default) in it: yields the folder, the plugin file and
-    the command ``suite SUITE --workers N`` of ``args`` (`suite_args`)."""
+    """A temporary folder with the plugin of ``args`` in it (`suite_args`: the README's by default):
+    yields the folder, the plugin file and the command ``suite SUITE --workers N`` of ``args``."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         tmp = Path(tmp)
         plugin = tmp / "winsorized.py"
