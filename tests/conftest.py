@@ -224,4 +224,3 @@ def survivors(pids, within: float) -> list[int]:
     for p in left:
         os.kill(p, signal.SIGKILL)
     return left
-
