@@ -41,8 +41,12 @@ def nanquantile(X: ArrayLike, q: ArrayLike) -> np.ndarray:
     if not ((q >= 0) & (q <= 1)).all():
         raise ValueError(f"nanquantile: quantiles must be in [0, 1], got {q.tolist()}")
     n = X.shape[1]
+    N = X.shape[0]
     S = np.sort(X, axis=0)  # NaN sort last: column j's visible entries are S[:count[j], j]
-    last = X.shape[0] - np.isnan(X).sum(axis=0) - 1  # index of each column's largest visible entry
+    if N and not np.isnan(S[-1]).any():  # nothing hidden (a recovered matrix): no count to take
+        last = np.full(n, N - 1)
+    else:  # index of each column's largest visible entry
+        last = N - np.isnan(S).sum(axis=0) - 1
     # numpy's interpolation for the 1-D array of visible entries, on all columns at once: the
     # virtual index (count - 1) * q, the entries at its floor and the next (the last at most)
     virtual = last * q.reshape(-1, 1)  # (k, n)

@@ -286,7 +286,8 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             todo.append(job)
             if ready is None and not scheduler and (workers > 1 or isolate):
                 # the workers start (imports, the suite's rebuild) while the rest is looked up
-                ready = prestart(workers, packed, inherited=(store.lock_path,))
+                ready = prestart(workers, packed, inherited=(store.lock_path,),
+                                 preload=_data_jobs(planned, datasets))
         if warm is not None and todo and (scheduler or workers > 1 or isolate):
             warm.start()  # after the lookups, which it would slow: this process now mostly waits
         return _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, packed, datasets,
@@ -313,7 +314,8 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
     bar.set_postfix(cached=stats.cached, failed=0)
     running = None
     try:
-        running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed, pool=ready)
+        running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed, pool=ready,
+                           cost=lambda job: _cost(job, datasets))
         for job, out in itertools.chain(known, running):
             exp, keys = pending[(job.experiment, job.coords)]
             fresh, cacheable, matrices = records_of(out, keys)
@@ -340,6 +342,22 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
                           f"{store.cache}; run the same command again to resume") from None
     bar.close()
     return results
+
+
+#: at most this many data set instances are loaded by each worker before its first unit (its memo,
+#: `units._load`, holds 32)
+PRELOAD = 16
+
+
+def _data_jobs(planned: list, datasets: dict) -> list[Job]:
+    """One job per data set instance of the plan, the largest first (at most `PRELOAD`), leaving
+    out those whose first load failed (`loading.load_datasets`)."""
+    first: dict = {}
+    for exp, job in planned:
+        load = datasets.get((exp.name, job.dataset))
+        if load is None or load.fails(job.instance, exp.instances[0]) is None:
+            first.setdefault((job.experiment, job.dataset, job.instance), job)
+    return sorted(first.values(), key=lambda job: -_cost(job, datasets))[:PRELOAD]
 
 
 def _cost(job: Job, datasets: dict) -> float:

@@ -19,9 +19,10 @@ import functools
 import gc
 import multiprocessing
 import os
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from ..errors import UserError
 from ..forking import close_inherited, exit_with_parent
@@ -70,8 +71,9 @@ def _worker_init(parent: int, slot=None, inherited: tuple = ()) -> None:
 
 
 
-def prestart(workers: int, bundle=None, inherited: tuple = ()) -> ProcessPoolExecutor:
-    """A pool of ``workers`` local processes started now, each installing ``bundle`` (for `processes`).
+def prestart(workers: int, bundle=None, inherited: tuple = (), preload: Sequence[Job] = ()) -> ProcessPoolExecutor:
+    """A pool of ``workers`` local processes started now, each installing ``bundle`` (for `processes`)
+    and loading the data sets of ``preload`` (jobs, one per data set instance) into its memo.
 
     Where it is safe (`cmbench.forking`: Linux, no other thread yet) the
     workers are forked: they start with the client's modules and its suite
@@ -83,6 +85,11 @@ def prestart(workers: int, bundle=None, inherited: tuple = ()) -> ProcessPoolExe
     Pools made later (after a worker died) are spawned: the client has
     threads by then. ``CMBENCH_WORKER_START`` (``fork`` or ``spawn``)
     overrides the choice.
+
+    The workers load ``preload``'s data sets while the client looks the rest
+    of the sweep up in its cache: each worker loads most data sets of a sweep
+    anyway, at its first unit on each, and until the lookups are done it has
+    nothing else to do.
 
     Raises
     ------
@@ -99,34 +106,53 @@ def prestart(workers: int, bundle=None, inherited: tuple = ()) -> ProcessPoolExe
         gc.freeze()
     try:
         for _ in range(workers):  # one task per worker: a forked pool starts them all at the first
-            pool.submit(_warm, bundle)
+            pool.submit(_warm, bundle, tuple(preload))
     finally:
         if method == "fork":
             gc.unfreeze()
     return pool
 
 
-def _warm(bundle) -> None:
+def _warm(bundle, preload: tuple = ()) -> None:
     if bundle is not None:
         from ..bundle import install
 
         install(bundle)  # a setup error comes back with the first unit that needs it
+    if preload:
+        from .units import loaded
+
+        for job in preload:  # memoized here; a failed load is remembered and reported by its units
+            loaded(job)
+
+
+#: seconds of work a batch of units sent to a local worker at once should hold (`processes`)
+BATCH_SECONDS = 0.025
 
 
 def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None,
-              pool: Optional[ProcessPoolExecutor] = None) -> Iterator:
+              pool: Optional[ProcessPoolExecutor] = None,
+              cost: Optional[Callable[[Job], float]] = None) -> Iterator:
     """A pool of local processes; a worker that dies takes only its own unit down.
 
-    At most ``2 * workers`` units are in flight (enough to keep every worker
-    busy). When a worker dies (os._exit, a segfault) every in-flight future of
-    the pool breaks and the culprit is unknown: those units are run again
-    each alone in a fresh process, where a death names its unit (recorded as
-    failed), and the rest of the sweep goes on in a fresh pool, in parallel.
-    ``died(job, running)`` is the result of a job whose worker died while in
-    the plugin call ``running`` (default `worker_died`). ``pool``: a pool of
-    ``workers`` processes already started (`prestart`), used first.
+    Small units go to the workers in batches (`Batches`): a batch is one
+    task and one result for the client, whose threads share one interpreter
+    lock with the imports it does meanwhile (`warmup`). Sent one by one,
+    units that take a few ms (a rerun with a new estimator) left each worker
+    waiting for its next unit for about a third of the sweep. At most
+    ``2 * workers`` batches are in flight (enough to keep every worker busy).
+
+    When a worker dies (os._exit, a segfault) every in-flight future of the
+    pool breaks and the culprit is unknown: a unit that was sent alone is run
+    again alone in a fresh process, where a death names its unit (recorded as
+    failed), and the units of a batch go back to the queue, each to be sent
+    alone from then on; the sweep goes on in a fresh pool, in parallel. ``died(job, running)`` is the result of a job whose worker died
+    while in the plugin call ``running`` (default `worker_died`). ``pool``: a
+    pool of ``workers`` processes already started (`prestart`), used first;
+    ``cost``: a job's relative cost (None: every unit is sent alone).
     """
     queue = list(jobs)
+    queue.reverse()  # popped from the end: the first unit given goes first
+    batches = Batches(cost, workers)
     depth = 2 * workers
     ready = pool
     while queue:
@@ -136,26 +162,83 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
             pending = {}
             while queue or pending:
                 while queue and len(pending) < depth and not suspects:
-                    job = queue.pop(0)
+                    batch = batches.take(queue)
                     try:
-                        pending[pool.submit(fn, job)] = job
+                        pending[pool.submit(_each, fn, batch)] = batch
                     except BrokenProcessPool:  # a started worker died before this job (in `prestart`'s setup)
-                        suspects.append(job)
+                        suspects.append(batch)
                 if not pending:
                     break
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    job = pending.pop(future)
+                    batch = pending.pop(future)
                     try:
-                        result = future.result()
+                        results, seconds = future.result()
                     except BrokenProcessPool:
-                        suspects.append(job)
+                        suspects.append(batch)
                         continue
-                    yield job, result
+                    batches.learn(batch, seconds)
+                    yield from zip(batch, results)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-        for job in suspects:
-            yield job, _alone(fn, job, died or worker_died)
+        for batch in suspects:
+            if len(batch) == 1:
+                yield batch[0], _alone(fn, batch[0], died or worker_died)
+            else:  # the culprit is one of them: sent alone, in parallel, it breaks only its pool
+                queue.extend(batches.single(reversed(batch)))
+
+
+class Batches:
+    """How many units of the queue go to a worker at once: enough to hold about
+    `BATCH_SECONDS` of work, by the seconds per unit of ``cost`` measured so far.
+
+    Units are sent alone until a batch has been timed, when ``cost`` is None,
+    when one unit is predicted to take that long by itself (a recovery, a slow
+    plugin), and once they have been in a batch that broke its pool (`single`).
+    A batch also leaves at least ``4 * workers`` batches for the rest of the
+    queue, so that no worker is left alone with a long batch at the end.
+    """
+
+    def __init__(self, cost: Optional[Callable[[Job], float]], workers: int) -> None:
+        self.cost = cost
+        self.workers = workers
+        self.seconds = 0.0  # measured in the workers, over the units timed so far
+        self.weight = 0.0  # their total cost
+        self.alone: set = set()  # ids of jobs to send alone
+
+    def take(self, queue: list) -> list:
+        """Pop the next batch from ``queue`` (its next unit last)."""
+        limit = max(1, len(queue) // (4 * self.workers))
+        batch = [queue.pop()]
+        if self.cost is None or self.weight <= 0 or id(batch[0]) in self.alone:
+            return batch
+        rate = self.seconds / self.weight
+        total = rate * self.cost(batch[0])
+        while queue and len(batch) < limit and id(queue[-1]) not in self.alone:
+            more = rate * self.cost(queue[-1])
+            if total + more > BATCH_SECONDS:
+                break
+            batch.append(queue.pop())
+            total += more
+        return batch
+
+    def learn(self, batch: list, seconds: float) -> None:
+        if self.cost is not None:
+            self.weight += sum(self.cost(job) for job in batch)
+            self.seconds += seconds
+
+    def single(self, jobs: Iterable[Job]) -> list:
+        """Mark ``jobs`` to be sent alone from now on; return them."""
+        jobs = list(jobs)
+        self.alone.update(id(job) for job in jobs)
+        return jobs
+
+
+def _each(fn: Callable, jobs: list) -> tuple[list, float]:
+    """``fn`` on each job, in a worker; the results and the seconds they took."""
+    start = time.perf_counter()
+    results = [fn(job) for job in jobs]
+    return results, time.perf_counter() - start
 
 
 def _alone(fn: Callable, job: Job, died: Callable) -> dict:
@@ -324,21 +407,24 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
              isolate: bool = False, bundle=None, died: Optional[Callable] = None,
-             pool: Optional[ProcessPoolExecutor] = None) -> Iterator:
+             pool: Optional[ProcessPoolExecutor] = None,
+             cost: Optional[Callable[[Job], float]] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
     ``isolate`` keeps a serial sweep out of process; a worker process first
     installs the jobs' suite ``bundle``; ``died`` makes the result of a job
     whose local worker process died (see `processes`); ``pool``: local
     processes already started by `prestart` (``workers`` of them), used
-    whenever there is a job (the caller shuts it down otherwise).
+    whenever there is a job (the caller shuts it down otherwise); ``cost``:
+    a job's relative cost, by which local processes take small jobs in
+    batches (`processes`).
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
     if pool is not None and jobs:
-        return processes(jobs, _with(bundle, fn), workers, died, pool)
+        return processes(jobs, _with(bundle, fn), workers, died, pool, cost)
     if workers > 1 and len(jobs) > 1:
-        return processes(jobs, _with(bundle, fn), workers, died)
+        return processes(jobs, _with(bundle, fn), workers, died, cost=cost)
     if isolate and jobs:
         return isolated(jobs, _with(bundle, fn), died)
     return serial(jobs, fn)

@@ -1,9 +1,9 @@
 import numpy as np, cmbench
 
 def winsorized_mean(X, *, rng, limit=0.05):
-    if np.isnan(X).all(axis=0).any():
-        raise cmbench.Undefined("a coordinate has no visible entry")
     lo, hi = cmbench.nanquantile(X, [limit, 1 - limit])  # np.nanquantile(X, q, axis=0), without its loop
+    if np.isnan(lo).any():  # NaN: a coordinate with no visible entry
+        raise cmbench.Undefined("a coordinate has no visible entry")
     return np.nanmean(np.clip(X, lo, hi), axis=0)
 
 @cmbench.hookimpl
