@@ -196,6 +196,40 @@ def test_evicted_and_torn_matrices_are_recomputed_and_cubes_stay_identical(env):
     assert_same_cube(again.sel(estimator=["est-a", "est-b", "flaky"]), evicted)
 
 
+def test_local_workers_read_cached_matrices_themselves_and_recompute_damaged_ones(env):
+    # The client sends local workers where a cached matrix lies (`MatrixRef`); one damaged after the
+    # client looked (same size, one byte flipped: the client checks only the size) is recomputed
+    # by the worker, never used.
+    path = write_suite(env)
+    cold = run(path, env / "out", workers=2)
+    for blob in sorted((env / "out" / "c" / ".cache").rglob("*.bin")):
+        data = bytearray(blob.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        blob.write_bytes(bytes(data))
+    calls(env)
+    grown = run(write_suite(env, estimators='["est-a", "est-b", {name = "est-a", label = "a2", scale = 3.0}]'),
+                env / "out", workers=2)
+    assert calls(env) == {"corrupt": 4, "recover": 4, "estimate:a": 8}
+    assert_same_cube(grown.sel(estimator=["est-a", "est-b"]), cold)
+    assert (grown["status"] == "ok").all()
+
+
+def test_a_matrix_reference_reads_back_only_the_bytes_it_names(tmp_path):
+    from cmbench.runner.matrices import MatrixRef, matrix_digest
+
+    blob = bytes(range(200))
+    path = tmp_path / "m.bin"
+    path.write_bytes(blob)
+    ref = MatrixRef(str(path), len(blob), matrix_digest(blob))
+    assert ref.read() == blob
+    path.write_bytes(blob[:100])
+    assert ref.read() is None  # torn
+    path.write_bytes(bytes([blob[0] ^ 1]) + blob[1:])
+    assert ref.read() is None  # damaged, same size
+    path.unlink()
+    assert ref.read() is None  # evicted
+
+
 def test_a_well_formed_entry_with_a_malformed_body_is_recomputed(env):
     path = write_suite(env)
     first = run(path, env / "out")

@@ -272,7 +272,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     try:
         for exp, job in planned:
             keys = unit_keys(suite.seed, exp, job)
-            result, work = lookup(store, exp, keys)
+            result, work = lookup(store, exp, keys, ship=bool(scheduler))  # local workers read the cache
             if work is None:
                 results[exp.name][job.coords] = result
                 continue

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import xxhash
@@ -47,6 +49,47 @@ def digest(a: np.ndarray) -> str:
     h.update(f"{a.dtype.str}{a.shape}".encode())
     h.update(np.ascontiguousarray(a).data)
     return h.hexdigest()
+
+
+def matrix_digest(blob: bytes) -> str:
+    """The checksum a stored matrix is read back against: XXH3-128, 32 hex digits.
+
+    It detects a torn or damaged file, not an attack (the cache is the user's own
+    folder); a rerun with a new estimator reads back some 60 MB of recovered
+    matrices, which SHA-256 took 0.1 s over and XXH3 takes 0.015 s.
+    """
+    return xxhash.xxh3_128_hexdigest(blob)
+
+
+@dataclass(frozen=True)
+class MatrixRef:
+    """A stored matrix (`encode`'s bytes) that a local worker reads from the cache itself.
+
+    Local workers share the client's file system: the client sends them where
+    the matrix lies instead of its bytes. Sent through a pipe by a client whose
+    threads share one interpreter lock with the imports it does meanwhile, the
+    60 MB of recovered matrices of a rerun with a new estimator reached the
+    workers in 64 kB writes, each waiting for the lock (`benchmarks/README.md`).
+    """
+
+    path: str
+    size: int
+    xxh3: str
+
+    def read(self) -> Optional[bytes]:
+        """The bytes, if the file still holds them (size and `matrix_digest`); else None
+        (evicted or damaged since the client looked: the caller computes the matrix anew)."""
+        try:
+            with open(self.path, "rb") as f:
+                blob = f.read()
+        except OSError:
+            return None
+        return blob if len(blob) == self.size and matrix_digest(blob) == self.xxh3 else None
+
+
+def stored(matrix) -> Optional[bytes]:
+    """The bytes of a matrix given as bytes or as a `MatrixRef` (None: a reference no longer valid)."""
+    return matrix.read() if isinstance(matrix, MatrixRef) else matrix
 
 
 def _deflate(raw: bytes) -> tuple[int, bytes]:

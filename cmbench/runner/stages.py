@@ -71,8 +71,13 @@ def info_key(seed: int, entry, instance: int) -> str:
     return _h(f"info/{FORMAT}", str(seed), _spec(entry), canonical(instance))
 
 
-def lookup(store: Store, exp, keys: UnitKeys) -> tuple[Optional[dict], Optional[Work]]:
-    """The unit's result when the cache holds all of it, else the `Work` still to do."""
+def lookup(store: Store, exp, keys: UnitKeys, ship: bool = True) -> tuple[Optional[dict], Optional[Work]]:
+    """The unit's result when the cache holds all of it, else the `Work` still to do.
+
+    ``ship``: the work carries cached matrices as bytes (for workers on other
+    machines); else as `matrices.MatrixRef`, which a local worker reads itself.
+    """
+    fetch = store.matrix if ship else store.matrix_ref
     body = store.unit(keys.corruption)
     if keys.adaptive:
         missing = tuple(p for p, k in keys.pair.items() if k not in body["pairs"])
@@ -90,7 +95,7 @@ def lookup(store: Store, exp, keys: UnitKeys) -> tuple[Optional[dict], Optional[
             recover.append(rec.label)
             estimate += missing
         elif R["status"] == OK and missing:
-            blob = store.matrix(kr, R["matrix"]) if "matrix" in R else None
+            blob = fetch(kr, R["matrix"]) if "matrix" in R else None
             if blob is None:  # evicted or damaged: recover again
                 recover.append(rec.label)
             else:
@@ -100,7 +105,7 @@ def lookup(store: Store, exp, keys: UnitKeys) -> tuple[Optional[dict], Optional[
         return unit_result(exp, keys, body), None
     corrupted = None
     if recover and C is not None and "matrix" in C:
-        corrupted = store.matrix(keys.corruption, C["matrix"])
+        corrupted = fetch(keys.corruption, C["matrix"])
     return None, Work(corruption=C is None or (bool(recover) and corrupted is None), corrupted=corrupted,
                       recover=tuple(recover), recovered=tuple(recovered), estimate=tuple(estimate))
 

@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 from typing import Optional
 
-import xxhash
 
 from ..cube import FAILURES, STATUSES
 from ..files import PAGE_FILE, PAGES, TEMP_FILE, atomic_write, remove_matching
 from ..version import __version__
 from ..errors import UserError
+from .matrices import MatrixRef, matrix_digest
 
 # 4: a stored matrix is checked by its XXH3-128 digest (3: SHA-256; 2: recovered_fraction within a
 # tolerance of the clean value, recovery_rmse); documents of another format are recomputed
@@ -97,16 +97,6 @@ _DIGEST = re.compile(r"[0-9a-f]{32}")  # `matrix_digest`
 
 def _hex(v) -> bool:
     return isinstance(v, str) and _HEX.fullmatch(v) is not None
-
-
-def matrix_digest(blob: bytes) -> str:
-    """The checksum a stored matrix is read back against: XXH3-128, 32 hex digits.
-
-    It detects a torn or damaged file, not an attack (the cache is the user's own
-    folder); a rerun with a new estimator reads back some 60 MB of recovered
-    matrices, which SHA-256 took 0.1 s over and XXH3 takes 0.015 s.
-    """
-    return xxhash.xxh3_128_hexdigest(blob)
 
 
 _PLAIN = frozenset((int, float, bool, type(None)))  # what JSON gives for a number (or null)
@@ -337,6 +327,22 @@ class Store:
             return None
         self._touch("matrices", path)
         return blob
+
+    def matrix_ref(self, key: str, meta: dict) -> Optional[MatrixRef]:
+        """Where a stored matrix of ``meta``'s size lies, for a local worker to read and check
+        (`MatrixRef`); None when it is absent or of another size (then deleted, as `matrix` does)."""
+        path = self._path("matrices", key)
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            return None
+        if size != meta.get("bytes") or not isinstance(meta.get("xxh3"), str):
+            self.stale += 1
+            path.unlink(missing_ok=True)
+            self._forget("matrices", path.name)
+            return None
+        self._touch("matrices", path)
+        return MatrixRef(os.path.abspath(path), size, meta["xxh3"])
 
     def has_matrix(self, key: str) -> bool:
         return self._path("matrices", key).is_file()

@@ -35,7 +35,7 @@ from ..cube import (FAILED, FAILURES, NOT_APPLICABLE, OK, RECOVERY_VARS, TIMEOUT
 from ..errors import UserError, describe_error
 from ..suite import Entry, Experiment, Suite, load_suite
 from ..theory import budget_count, changed_entries, d_entry_bound
-from .matrices import Damaged, decode, digest, encode, frozen
+from .matrices import Damaged, decode, digest, encode, frozen, stored
 from .seeds import rng_for
 
 
@@ -49,6 +49,10 @@ class Work:
     corrupted : the cached corrupted matrix (`matrices.encode` against the clean data), if any.
     recover : labels of the recoverers to run on the corruption.
     recovered : ``(label, encoded matrix, recovery seconds)`` of cached recoveries to estimate on.
+
+    A cached matrix is its bytes, or a `matrices.MatrixRef` that a local worker
+    reads from the cache; one that no longer reads back (evicted or damaged
+    meanwhile) is computed anew: the corruption, or the recovery with its cells.
     estimate : ``(recoverer label, estimator label)`` cells to compute.
     pairs : for an adaptive adversary, the ``(recoverer, estimator)`` pairs to attack and compute.
     """
@@ -624,13 +628,21 @@ def _execute(job: Job) -> WorkResult:
     data = load.value
     if adv.decl.adaptive:
         return _execute_adaptive(job, suite.seed, exp, adv, data, result, work)
+    recover, recovered = list(work.recover), []
+    for label, blob, seconds in work.recovered:
+        blob = stored(blob)
+        if blob is None:  # gone from the cache since the client looked: recover again
+            recover.append(label)
+        else:
+            recovered.append((label, blob, seconds))
     Xc = None
-    if work.corrupted is not None and not work.corruption:
+    corrupted = stored(work.corrupted) if work.corrupted is not None and not work.corruption else None
+    if corrupted is not None:
         try:
-            Xc = decode(work.corrupted, data.X)
+            Xc = decode(corrupted, data.X)
         except Damaged:
             Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
-    if Xc is None and (work.corruption or work.recover):
+    if Xc is None and (work.corruption or recover):
         corrupted = _corrupt(job, suite.seed, adv, data, (), {})
         result["corruption"] = outcome_record(corrupted, seconds=corrupted.seconds)
         if corrupted.status != OK:
@@ -641,7 +653,7 @@ def _execute(job: Job) -> WorkResult:
     wanted: dict = {}
     for r_label, e_label in work.estimate:
         wanted.setdefault(r_label, []).append(e_label)
-    for label in work.recover:
+    for label in recover:
         rec = _entry(exp.recoverers, label)
         recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc)
         result["recovery"][label] = recovery
@@ -649,7 +661,7 @@ def _execute(job: Job) -> WorkResult:
             result["matrices"][label] = encode(Xr, data.X)
             result["cells"][label] = {e: _estimate(job, suite.seed, rec, _entry(exp.estimators, e), data,
                                                    recovery, Xr) for e in wanted.get(label, ())}
-    for label, blob, seconds in work.recovered:
+    for label, blob, seconds in recovered:
         rec = _entry(exp.recoverers, label)
         recovery = record(OK, seconds=seconds)
         try:
