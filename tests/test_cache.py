@@ -207,9 +207,11 @@ def test_local_workers_read_cached_matrices_themselves_and_recompute_damaged_one
         data[len(data) // 2] ^= 0xFF
         blob.write_bytes(bytes(data))
     calls(env)
+    stats = Progress()
     grown = run(write_suite(env, estimators='["est-a", "est-b", {name = "est-a", label = "a2", scale = 3.0}]'),
-                env / "out", workers=2)
+                env / "out", workers=2, stats=stats)
     assert calls(env) == {"corrupt": 4, "recover": 4, "estimate:a": 8}
+    assert stats.damaged == 8  # the two recoveries of each unit, found damaged by the workers, are counted
     assert_same_cube(grown.sel(estimator=["est-a", "est-b"]), cold)
     assert (grown["status"] == "ok").all()
 

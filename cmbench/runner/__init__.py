@@ -318,6 +318,7 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
                            cost=lambda job: _cost(job, datasets))
         for job, out in itertools.chain(known, running):
             exp, keys = pending[(job.experiment, job.coords)]
+            store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
             fresh, cacheable, matrices = records_of(out, keys)
             # Failed or timed-out records are not stored: the next run computes them again,
             # while everything around them is kept.

@@ -136,10 +136,11 @@ class WorkResult(TypedDict):
 
     ``corruption`` (None when not computed; a data set that did not load is a
     corruption record with its status), ``recovery[rec]``, ``cells[rec][est]``,
-    ``pairs[rec][est]`` (an adaptive adversary's) and ``matrices`` (the
+    ``pairs[rec][est]`` (an adaptive adversary's), ``matrices`` (the
     corrupted matrix under ``"corruption"``, a recovered one under its
-    recoverer, each encoded by `matrices.encode`). `cmbench.runner.stages`
-    turns it into the unit's `cmbench.cube.UnitResult`.
+    recoverer, each encoded by `matrices.encode`) and ``stale`` (cached
+    matrices given by reference that no longer read back, computed anew).
+    `cmbench.runner.stages` turns it into the unit's `cmbench.cube.UnitResult`.
     """
 
     corruption: Optional[Record]
@@ -147,11 +148,12 @@ class WorkResult(TypedDict):
     cells: dict[str, dict[str, Record]]
     pairs: dict[str, dict[str, Pair]]
     matrices: dict[str, bytes]
+    stale: int
 
 
 def work_result(corruption: Optional[Record] = None) -> WorkResult:
     """A job's result with nothing computed yet (but ``corruption``)."""
-    return {"corruption": corruption, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}}
+    return {"corruption": corruption, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}, "stale": 0}
 
 
 # ---------------------------------------------------------------- per-process memo
@@ -633,10 +635,13 @@ def _execute(job: Job) -> WorkResult:
         blob = stored(blob)
         if blob is None:  # gone from the cache since the client looked: recover again
             recover.append(label)
+            result["stale"] += 1
         else:
             recovered.append((label, blob, seconds))
     Xc = None
     corrupted = stored(work.corrupted) if work.corrupted is not None and not work.corruption else None
+    if corrupted is None and work.corrupted is not None and not work.corruption:
+        result["stale"] += 1
     if corrupted is not None:
         try:
             Xc = decode(corrupted, data.X)
