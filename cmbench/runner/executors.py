@@ -71,7 +71,8 @@ def _worker_init(parent: int, slot=None, inherited: tuple = ()) -> None:
 
 
 
-def prestart(workers: int, bundle=None, inherited: tuple = (), preload: Sequence[Job] = ()) -> ProcessPoolExecutor:
+def prestart(workers: int, bundle=None, inherited: tuple = (),
+             preload: Sequence[Job] = ()) -> ProcessPoolExecutor:
     """A pool of ``workers`` local processes started now, each installing ``bundle`` (for `processes`)
     and loading the data sets of ``preload`` (jobs, one per data set instance) into its memo.
 
@@ -145,10 +146,11 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
     pool breaks and the culprit is unknown: a unit that was sent alone is run
     again alone in a fresh process, where a death names its unit (recorded as
     failed), and the units of a batch go back to the queue, each to be sent
-    alone from then on; the sweep goes on in a fresh pool, in parallel. ``died(job, running)`` is the result of a job whose worker died
-    while in the plugin call ``running`` (default `worker_died`). ``pool``: a
-    pool of ``workers`` processes already started (`prestart`), used first;
-    ``cost``: a job's relative cost (None: every unit is sent alone).
+    alone from then on; the sweep goes on in a fresh pool, in parallel.
+    ``died(job, running)`` is the result of a job whose worker died while in
+    the plugin call ``running`` (default `worker_died`). ``pool``: a pool of
+    ``workers`` processes already started (`prestart`), used first; ``cost``:
+    a job's relative cost (None: every unit is sent alone).
     """
     queue = list(jobs)
     queue.reverse()  # popped from the end: the first unit given goes first
