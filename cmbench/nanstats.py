@@ -40,8 +40,7 @@ def nanquantile(X: ArrayLike, q: ArrayLike) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64)
     if not ((q >= 0) & (q <= 1)).all():
         raise ValueError(f"nanquantile: quantiles must be in [0, 1], got {q.tolist()}")
-    n = X.shape[1]
-    N = X.shape[0]
+    N, n = X.shape
     S = np.sort(X, axis=0)  # NaN sort last: column j's visible entries are S[:count[j], j]
     if N and not np.isnan(S[-1]).any():  # nothing hidden (a recovered matrix): no count to take
         last = np.full(n, N - 1)

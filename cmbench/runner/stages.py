@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .store import CACHED_STATUSES, FORMAT, Store, canonical, matrix_digest
+from .matrices import matrix_digest
+from .store import CACHED_STATUSES, FORMAT, Store, canonical
 from ..cube import FAILED, OK, UnitResult, record, uniform_unit, verdict
 from .units import Job, Pair, Work, adaptive_result
 

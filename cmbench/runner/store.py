@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 from typing import Optional
 
-
 from ..cube import FAILURES, STATUSES
 from ..files import PAGE_FILE, PAGES, TEMP_FILE, atomic_write, remove_matching
 from ..version import __version__
@@ -321,10 +320,7 @@ class Store:
         except OSError:
             return None
         if len(blob) != meta.get("bytes") or matrix_digest(blob) != meta.get("xxh3"):
-            self.stale += 1
-            path.unlink(missing_ok=True)
-            self._forget("matrices", path.name)
-            return None
+            return self._damaged(path)
         self._touch("matrices", path)
         return blob
 
@@ -336,13 +332,16 @@ class Store:
             size = os.stat(path).st_size
         except OSError:
             return None
-        if size != meta.get("bytes") or not isinstance(meta.get("xxh3"), str):
-            self.stale += 1
-            path.unlink(missing_ok=True)
-            self._forget("matrices", path.name)
-            return None
+        if size != meta.get("bytes"):
+            return self._damaged(path)
         self._touch("matrices", path)
-        return MatrixRef(os.path.abspath(path), size, meta["xxh3"])
+        return MatrixRef(os.path.abspath(path), size, meta["xxh3"])  # its form checked by `valid_record`
+
+    def _damaged(self, path: Path) -> None:
+        """Count and delete a stored matrix that does not match its record (it is recomputed)."""
+        self.stale += 1
+        path.unlink(missing_ok=True)
+        self._forget("matrices", path.name)
 
     def has_matrix(self, key: str) -> bool:
         return self._path("matrices", key).is_file()

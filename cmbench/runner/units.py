@@ -49,12 +49,12 @@ class Work:
     corrupted : the cached corrupted matrix (`matrices.encode` against the clean data), if any.
     recover : labels of the recoverers to run on the corruption.
     recovered : ``(label, encoded matrix, recovery seconds)`` of cached recoveries to estimate on.
+    estimate : ``(recoverer label, estimator label)`` cells to compute.
+    pairs : for an adaptive adversary, the ``(recoverer, estimator)`` pairs to attack and compute.
 
     A cached matrix is its bytes, or a `matrices.MatrixRef` that a local worker
     reads from the cache; one that no longer reads back (evicted or damaged
     meanwhile) is computed anew: the corruption, or the recovery with its cells.
-    estimate : ``(recoverer label, estimator label)`` cells to compute.
-    pairs : for an adaptive adversary, the ``(recoverer, estimator)`` pairs to attack and compute.
     """
 
     corruption: bool = True
@@ -639,14 +639,15 @@ def _execute(job: Job) -> WorkResult:
         else:
             recovered.append((label, blob, seconds))
     Xc = None
-    corrupted = stored(work.corrupted) if work.corrupted is not None and not work.corruption else None
-    if corrupted is None and work.corrupted is not None and not work.corruption:
-        result["stale"] += 1
-    if corrupted is not None:
-        try:
-            Xc = decode(corrupted, data.X)
-        except Damaged:
-            Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
+    if work.corrupted is not None and not work.corruption:
+        corrupted = stored(work.corrupted)
+        if corrupted is None:  # gone from the cache since the client looked: corrupt anew
+            result["stale"] += 1
+        else:
+            try:
+                Xc = decode(corrupted, data.X)
+            except Damaged:
+                Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
     if Xc is None and (work.corruption or recover):
         corrupted = _corrupt(job, suite.seed, adv, data, (), {})
         result["corruption"] = outcome_record(corrupted, seconds=corrupted.seconds)
