@@ -102,16 +102,17 @@ class Helpers:
     meta : the metadata of each helper's PDF document.
     inherited : paths whose descriptors a forked helper closes (the run lock held while
         a suite's report is drawn: `cmbench.forking.close_inherited`).
+    fonts : a folder where the helpers keep font subsets (`fonts.font_subsets`), or None.
     """
 
     def __init__(self, n: int, *, method: Optional[str] = None, meta: Optional[dict] = None,
-                 inherited: tuple = ()) -> None:
+                 inherited: tuple = (), fonts: Optional[str] = None) -> None:
         self.method = method or start_method()
         ctx = mp.get_context(self.method)
         self.tasks = ctx.Queue()
         self.results = ctx.Queue()
         self.procs = [ctx.Process(target=_main, args=(self.tasks, self.results, k, meta or {}, os.getpid(),
-                                        inherited if self.method == "fork" else ()),
+                                        inherited if self.method == "fork" else (), fonts),
                                   name=f"cmbench-report-{k}", daemon=True) for k in range(max(1, n))]
         if self.method == "fork":
             # A forked helper shares the parent's memory until it writes to a page; the cyclic
@@ -215,8 +216,10 @@ class Helpers:
 
 
 # -- the helper's side --------------------------------------------------------------------------
-def _main(tasks, results, k: int, meta: dict, parent: int, inherited: tuple = ()) -> None:
-    """Draw pages into one document until told to stop; report it (or the first error).
+def _main(tasks, results, k: int, meta: dict, parent: int, inherited: tuple = (),
+          fonts: Optional[str] = None) -> None:
+    """Draw pages into one document until told to stop; report it (or the first error);
+    ``fonts``: where font subsets are kept (`fonts.font_subsets`).
 
     A helper whose parent is killed ends too (`cmbench.forking.exit_with_parent`): it
     would otherwise wait for its next task for ever. A forked one first closes its
@@ -237,11 +240,11 @@ def _main(tasks, results, k: int, meta: dict, parent: int, inherited: tuple = ()
         from importlib import import_module
 
         import_module(".pdf", __package__)  # the drawing modules, imported while the parent builds
-        from .fonts import lean_subsets
+        from .fonts import font_subsets
         from .style import RC
 
         buf, doc, indices = io.BytesIO(), None, []
-        with matplotlib.rc_context(RC), lean_subsets():
+        with matplotlib.rc_context(RC), font_subsets(fonts):
             while True:
                 what = "waiting for work"
                 task = tasks.get()

@@ -102,7 +102,7 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
 
         method = start or start_method()
         if method == "spawn":  # a spawned helper imports everything: start it first, to overlap
-            helpers = Helpers(workers, method=method, inherited=inherited)
+            helpers = Helpers(workers, method=method, inherited=inherited, fonts=str(pages))
     try:
         if len(datasets) == len(cubes):  # copies (a cube is about 1 MB): the caller keeps its own
             loaded = [load_cube(ds.copy(deep=True), index=i, source=str(path))
@@ -111,7 +111,7 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
             loaded = load_cubes(cubes)
         if method == "fork":  # a forked helper inherits the parent's modules: import them once, here
             preload()
-            helpers = Helpers(workers, method=method, inherited=inherited)
+            helpers = Helpers(workers, method=method, inherited=inherited, fonts=str(pages))
         for cube, content in zip(loaded, contents):
             cube.digest = content
         title = default_title(loaded)
