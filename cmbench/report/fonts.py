@@ -33,7 +33,7 @@ import struct
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..files import atomic_write
+from ..files import PAGE_FILE, atomic_write
 
 #: OpenType tables that only text shaping reads; a PDF's text is already shaped
 LAYOUT_TABLES = ("GSUB", "GPOS", "GDEF", "BASE", "JSTF", "MATH")
@@ -107,7 +107,6 @@ class SubsetCache:
     def __init__(self, folder: Path, make) -> None:
         self.folder = Path(folder)
         self.make = make
-        self.hits = self.misses = 0
         self._common: dict = {}
 
     def subset(self, fontfile, glyphs):
@@ -122,13 +121,11 @@ class SubsetCache:
         path = self.folder / f"{key}{SUFFIX}"
         kept = _read(path)
         if kept is None:
-            self.misses += 1
             with self.make(fontfile, wanted) as made:
                 data = pdfps.font_as_file(made.font).getvalue()
                 index = {int(k): int(v) for k, v in made.glyph_index_map.items()}
             self._write(path, data, index)
         else:
-            self.hits += 1
             data, index = kept
             with contextlib.suppress(OSError):
                 os.utime(path)  # recently used: kept when older ones go
@@ -161,7 +158,9 @@ class SubsetCache:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_write(path, _MAGIC + struct.pack("<I", len(head)) + head + data)
-            kept = sorted(self.folder.glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_mtime_ns)
+            # only the names this cache gives its files (`cmbench.files.PAGE_FILE`), oldest first
+            kept = sorted((p for p in self.folder.glob(f"*{SUFFIX}") if PAGE_FILE.match(p.name)),
+                          key=lambda p: p.stat().st_mtime_ns)
             for old in kept[:-KEEP]:
                 old.unlink(missing_ok=True)
         except OSError:  # a folder that cannot be written: the subset is made each time, as without it
