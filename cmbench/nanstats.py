@@ -3,7 +3,8 @@
 ``np.nanquantile(X, q, axis=0)`` calls a Python function per column
 (``apply_along_axis``): on the paper suite's 1000 x 16 matrices it takes 1.1-1.6 ms
 where one sort of all columns takes 0.2 ms. `nanquantile` gives the same
-numbers, bit for bit, from that one sort.
+numbers from that one sort (equal as floats; see `nanquantile` for the sign of
+a zero).
 """
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ def nanquantile(X: ArrayLike, q: ArrayLike) -> np.ndarray:
     """Quantiles of each column of ``X`` over its visible (non-NaN) entries.
 
     The same numbers as ``np.nanquantile(X, q, axis=0)`` (its default
-    ``method="linear"``), bit for bit, from one sort of all columns instead of
-    a Python call per column.
+    ``method="linear"``), from one sort of all columns instead of a Python
+    call per column: equal as floats, NaN where numpy gives NaN. Not bit for
+    bit: where a column holds both ``-0.0`` and ``0.0``, which of the two a
+    quantile lands on depends on the order the sort leaves equal entries in,
+    and numpy's own sort and partition kernels differ by version and CPU
+    (numpy 2.4.6 gave ``0.0`` where this gave ``-0.0`` on one machine).
 
     Parameters
     ----------
