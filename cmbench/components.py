@@ -220,6 +220,10 @@ class Metric(Component):
     the cube holds one variable per metric and the report one page each.
     """
 
+    #: what else the runner passes as keywords, e.g. ``("inlier_mean",)``: the
+    #: (n,) mean of the rows the adversary left untouched
+    inputs: tuple = ()
+
     kind = "metric"
     contract_args = ()
 

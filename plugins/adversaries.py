@@ -36,7 +36,7 @@ import cmbench
 from cmbench.theory import CHUNK_ELEMENTS, budget_count, critical_set, hidden_direction
 
 __all__ = [
-    "hide_smallest", "hide_random", "hide_samples", "replace_samples",
+    "hide_smallest", "hide_random", "hide_samples", "replace_samples", "replace_mixture",
     "hide_tail", "hide_structured", "replace_values", "replace_structured",
     "register_adversaries",
 ]
@@ -371,6 +371,129 @@ def replace_samples(X: np.ndarray, budget: float, *, rng=None, structure=None,
     return out
 
 
+MIXTURE_KINDS = ("hypercube", "point", "gaussian", "cauchy")
+#: DKK17's noise (Figure 1): half uniform on {0, 1}^d, half the point (12, -2, 0, ..., 0).
+DKK17_NOISE = ({"kind": "hypercube", "weight": 0.5, "low": 0.0, "high": 1.0},
+               {"kind": "point", "weight": 0.5, "point": [12.0, -2.0]})
+_MIXTURE_KEYS = {"hypercube": {"low", "high"}, "point": {"point"}, "gaussian": {"shift", "sd"},
+                 "cauchy": {"shift", "scale"}}
+
+
+def _mixture_vector(value, n: int, where: str, pad: bool) -> np.ndarray:
+    """A number (every coordinate) or a vector of length n; with ``pad``, a vector
+    of another length is zero-padded, or cut to its first n coordinates."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.ndim == 0:
+        return np.full(n, float(v))
+    if v.ndim != 1 or (v.size != n and not pad) or not np.all(np.isfinite(v)):
+        raise ValueError(f"replace-mixture: {where} must be a finite number or a vector of length "
+                         f"{n}; got {value!r}")
+    return np.concatenate([v, np.zeros(max(0, n - v.size))])[:n]
+
+
+def _mixture_counts(weights: np.ndarray, k: int) -> np.ndarray:
+    """Rows per component: floor of the weighted share, the rest by largest remainder
+    (ties to the first), so the counts sum to k and follow the weights exactly when they can."""
+    share = weights / weights.sum() * k
+    counts = np.floor(share).astype(np.int64)
+    rest = k - int(counts.sum())
+    if rest:
+        counts[np.argsort(-(share - counts), kind="stable")[:rest]] += 1
+    return counts
+
+
+def replace_mixture(X: np.ndarray, budget: float, *, rng=None, structure=None,
+                    components=DKK17_NOISE) -> np.ndarray:
+    """Replace ``floor(eps N)`` rows chosen at random by draws from a weighted mixture
+    (A1^eps, replace: Huber's or the strong contamination's noise models of the
+    sample-level studies).
+
+    The rows to replace are drawn uniformly without replacement; the k rows are
+    shared among the components in proportion to their weights (floor of each
+    share, the rest by largest remainder: exact halves when k is even), then
+    each component draws its rows:
+
+    - ``hypercube`` (``low``, ``high``): uniform on {low, high}^n;
+    - ``point`` (``point``): a fixed point, zero-padded to n (cut to its
+      first n coordinates when longer);
+    - ``gaussian`` (``shift``, ``sd``): N(shift, sd^2 I);
+    - ``cauchy`` (``shift``, ``scale``): the elliptical multivariate Cauchy,
+      ``shift + scale * z / |g|`` with z ~ N(0, I_n), g ~ N(0, 1) (a
+      multivariate t with one degree of freedom).
+
+    ``shift``, ``low``, ``high`` are numbers (every coordinate) or vectors of
+    length n. The default is DKK17's noise: half {0, 1}^n, half the point
+    (12, -2, 0, ..., 0); with N(1_n, I_n) inliers (data set ``gaussian``,
+    ``mean = 1``) it is their Figure 1. The reference code appends its noise
+    to round(0.9 N) inliers instead of replacing rows; here exactly
+    ``floor(eps N)`` of N rows are noise.
+
+    Parameters
+    ----------
+    X : (N, n) float array. Not modified.
+    budget : eps in [0, 1].
+    rng : numpy Generator (or a seed): the rows and the noise.
+    structure : unused.
+    components : list of tables ``{kind, weight, ...}`` (weight default 1).
+
+    Returns
+    -------
+    ndarray of shape (N, n)
+        The chosen rows replaced by mixture draws (finite).
+    """
+    out, k = _copy_and_count(X, budget, "rows")
+    N, n = out.shape
+    specs = list(components) if isinstance(components, (list, tuple)) else None
+    if not specs:
+        raise ValueError(f"replace-mixture: components must be a non-empty list of tables "
+                         f"{{kind = ..., weight = ...}}; got {components!r}")
+    weights = []
+    for i, spec in enumerate(specs):
+        where = f"components[{i}]"
+        if not isinstance(spec, dict) or spec.get("kind") not in MIXTURE_KINDS:
+            raise ValueError(f"replace-mixture: {where} needs kind = one of {', '.join(MIXTURE_KINDS)}; "
+                             f"got {spec!r}")
+        extra = set(spec) - {"kind", "weight"} - _MIXTURE_KEYS[spec["kind"]]
+        if extra:
+            raise ValueError(f"replace-mixture: {where} ({spec['kind']}) has unknown key(s) "
+                             f"{', '.join(sorted(extra))}; valid: weight, {', '.join(sorted(_MIXTURE_KEYS[spec['kind']]))}")
+        w = spec.get("weight", 1.0)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not (w >= 0 and math.isfinite(w)):
+            raise ValueError(f"replace-mixture: {where}.weight must be a number >= 0; got {w!r}")
+        weights.append(float(w))
+    weights = np.asarray(weights)
+    if not weights.sum() > 0:
+        raise ValueError("replace-mixture: the components' weights sum to 0")
+    if k == 0:
+        return out
+    gen = np.random.default_rng(rng)
+    rows = gen.choice(N, size=k, replace=False)
+    first = 0
+    for i, (spec, c) in enumerate(zip(specs, _mixture_counts(weights, k))):
+        where, kind = f"components[{i}]", spec["kind"]
+        if kind == "hypercube":
+            low = _mixture_vector(spec.get("low", 0.0), n, f"{where}.low", pad=False)
+            high = _mixture_vector(spec.get("high", 1.0), n, f"{where}.high", pad=False)
+            draw = np.where(gen.integers(0, 2, size=(c, n), dtype=np.int8) == 1, high, low)
+        elif kind == "point":
+            if "point" not in spec:
+                raise ValueError(f"replace-mixture: {where} (point) needs point = [x1, x2, ...]")
+            draw = np.broadcast_to(_mixture_vector(spec["point"], n, f"{where}.point", pad=True), (c, n))
+        elif kind == "gaussian":
+            sd = float(spec.get("sd", 1.0))
+            draw = _mixture_vector(spec.get("shift", 0.0), n, f"{where}.shift", pad=False) \
+                + sd * gen.standard_normal((c, n))
+        else:
+            scale = float(spec.get("scale", 1.0))
+            z = gen.standard_normal((c, n))
+            g = np.maximum(np.abs(gen.standard_normal(c)), 1e-300)  # g = 0 has probability 0
+            draw = _mixture_vector(spec.get("shift", 0.0), n, f"{where}.shift", pad=False) \
+                + scale * z / g[:, None]
+        out[rows[first:first + c]] = draw
+        first += c
+    return out
+
+
 def _extreme_rows(X: np.ndarray, k: int, side: str):
     """The k rows (not entirely NaN) with the largest oriented projection on the top direction.
 
@@ -542,6 +665,9 @@ def register_adversaries():
         A("replace-samples", replace_samples, choices={"side": _SIDES},
           ranges={"noise": (0.0, None)}, level="sample", mode="replace",
           description="A1: replace the eps-fraction most extreme rows by a shifted cluster (strong contamination)"),
+        A("replace-mixture", replace_mixture, params={"components": [dict(c) for c in DKK17_NOISE]},
+          level="sample", mode="replace",
+          description="A1: replace a random eps-fraction of rows by mixture draws (hypercube, point, gaussian, cauchy)"),
         A("hide-tail", hide_tail, choices={"side": ("largest", "smallest")}, level="coordinate", mode="missing",
           description="A3: hide the tail of the highest-variance coordinate(s), the worst case for mean/median"),
         A("hide-structured", hide_structured, choices={"side": _SIDES},

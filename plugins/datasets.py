@@ -862,6 +862,75 @@ SYNTHETIC = (
         shape=_SHAPE, rank=8),
 )
 
+def gaussian_size(d: int = 10, N: Optional[int] = None, samples_per_dim: Optional[float] = None,
+                  ) -> tuple[int, int]:
+    """The (N, d) that `load_gaussian` draws for these parameters, without drawing it.
+
+    ``N`` wins when given; else ``N = floor(samples_per_dim * d)``; else 100 d.
+    """
+    name = "gaussian"
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise DataError(f"data set {name}: d = {d!r} must be a positive integer")
+    if N is not None:
+        if isinstance(N, bool) or not isinstance(N, (int, np.integer)):
+            raise DataError(f"data set {name}: N = {N!r} must be an integer")
+        rows = int(N)
+    else:
+        per = 100 if samples_per_dim is None else samples_per_dim
+        if isinstance(per, bool) or not isinstance(per, (int, float, np.number)) or not per > 0:
+            raise DataError(f"data set {name}: samples_per_dim = {per!r} must be a positive number")
+        rows = int(np.floor(per * d))
+    _check_size(name, rows, int(d))
+    return rows, int(d)
+
+
+def load_gaussian(*, instance, rng, d: int = 10, N: Optional[int] = None,
+                  samples_per_dim: Optional[float] = None, mean=0.0, sd: float = 1.0) -> cmbench.Data:
+    """Isotropic Gaussian N(mean, sd^2 I_d), the inliers of the sample-level studies.
+
+    DKK17's Figure 1 draws N(1_d, I_d) with N = 1000 d (``samples_per_dim =
+    1000, mean = 1``); Gao et al. (2019) N(0, I_p) with N = 50,000. The size
+    is fixed by the parameters (`gaussian_size`), so a suite's size check
+    sees it before anything is drawn.
+
+    Parameters
+    ----------
+    d : dimension.
+    N : number of rows; when None, ``floor(samples_per_dim * d)``.
+    samples_per_dim : rows per dimension when N is None (default 100), so that
+        one grid over d keeps N proportional to d.
+    mean : a number (every coordinate) or a vector of length d.
+    sd : standard deviation of every coordinate, > 0.
+
+    Returns
+    -------
+    `cmbench.Data`: X (N, d), the analytic mean and covariance sd^2 I_d.
+    """
+    N, d = gaussian_size(d, N, samples_per_dim)
+    name = "gaussian"
+    mu = np.asarray(mean, dtype=np.float64)
+    if mu.ndim == 0:
+        mu = np.full(d, float(mu))
+    if mu.shape != (d,) or not np.all(np.isfinite(mu)):
+        raise DataError(f"data set {name}: mean must be a finite number or a vector of length d = {d}; "
+                        f"got shape {mu.shape}")
+    if not (isinstance(sd, (int, float, np.number)) and np.isfinite(sd) and sd > 0):
+        raise DataError(f"data set {name}: sd = {sd!r} must be a positive number")
+    X = np.random.default_rng(rng).standard_normal((N, d))
+    if sd != 1.0:
+        X *= sd
+    X += mu  # in place: the (N, d) sample is the only large array
+    return cmbench.Data(X=X, mean=mu, cov=float(sd) ** 2 * np.eye(d), rank=d,
+                        columns=tuple(f"x{i + 1}" for i in range(d)))
+
+
+GAUSSIAN = cmbench.Dataset(
+    "gaussian", load_gaussian, ranges={"d": (1, None), "sd": (0.0, None, "()"), "N": (2, None),
+                                       "samples_per_dim": (0.0, None, "()")},
+    description="isotropic Gaussian N(mean, sd^2 I_d) with d and N (or samples_per_dim) as parameters",
+    shape=(1000, 10))
+
+
 CSV = cmbench.Dataset(
     "csv", load_csv,
     params={"path": None, "columns": None, "exclude": (), "rank": None, "missing": "error",
@@ -875,4 +944,4 @@ REAL = (LEAF, BREAST_CANCER, BLOOD_TRANSFUSION, WEARABLE_SENSOR, MICE_PROTEIN)
 
 @cmbench.hookimpl
 def register_datasets():
-    return [*SYNTHETIC, *REAL, CSV]
+    return [*SYNTHETIC, *REAL, CSV, GAUSSIAN]

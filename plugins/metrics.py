@@ -31,12 +31,30 @@ def mahalanobis(mu_hat: np.ndarray, data: cmbench.Data) -> float:
     return float(theory.mahalanobis(mu_hat, data.mean, data.cov))
 
 
+def excess_l2(mu_hat: np.ndarray, data: cmbench.Data, *, inlier_mean: np.ndarray | None = None) -> float:
+    """Excess l2 error, DKK17's Figure 1 measure: ``||mu_hat - mu|| - ||m - mu||``,
+    m the mean of the rows the adversary left untouched (the sampling error
+    the estimator could not beat without the noise).
+
+    Negative when the estimate is closer to the truth than the inliers' mean.
+    The runner passes ``inlier_mean`` (declared in ``inputs``); without it the
+    metric is undefined.
+    """
+    if inlier_mean is None:
+        raise cmbench.Undefined("excess-l2 needs the mean of the untouched rows (inlier_mean)")
+    mu = np.asarray(data.mean, dtype=float)
+    return float(np.linalg.norm(np.asarray(mu_hat, dtype=float) - mu)
+                 - np.linalg.norm(np.asarray(inlier_mean, dtype=float) - mu))
+
+
 @cmbench.hookimpl
 def register_metrics():
-    """l2 (every data set) and Mahalanobis (data sets with a known covariance)."""
+    """l2 (every data set), Mahalanobis (data sets with a known covariance) and excess l2."""
     return [
         cmbench.Metric("l2", l2, description="l2 distance to the true mean"),
         cmbench.Metric("mahalanobis", mahalanobis,
                        description="Mahalanobis distance to the true mean (pseudo-inverse covariance; "
                                    "NaN when the covariance is unknown)"),
+        cmbench.Metric("excess-l2", excess_l2, params={}, inputs=("inlier_mean",),
+                       description="l2 error less the untouched rows' l2 error (DKK17's excess error)"),
     ]

@@ -1,0 +1,252 @@
+"""Estimators of the sample-level studies (an eps fraction of whole rows replaced).
+
+The baselines of Diakonikolas, Kamath, Kane, Li, Moitra, Stewart, "Being Robust
+(in High Dimensions) Can Be Practical" (ICML 2017), Figure 1, each as its
+reference code (github.com/hoonose/robust-filter, ``comparisonCode/``) computes
+it: naive pruning (``prune``), RANSAC (``ransac``); the "General" agnostic mean
+of Lai, Rao, Vempala (FOCS 2016; github.com/kal2000/AgnosticMeanAndCovarianceCode,
+``agnosticMeanGeneral.m``) as ``lrv``; and the median of means (``median-of-means``).
+tests/fixtures/sample_level_reference.json holds the reference code's outputs
+under GNU Octave on fixed matrices; tests/test_sample_level_reference.py checks
+these functions against them.
+
+They are registered by `cmbench.builtins.estimators` beside the other built-in
+estimators. Rows holding a NaN are dropped (the complete rows are used), as for
+the other multivariate estimators; none modifies its input.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import cmbench
+
+from .estimators import (_by_columns, _complete_rows, _contract_doc, _finite, _mean_cov,
+                         _row_blocks, _subset_mean, _COMPLETE_ROWS, geometric_median)
+
+RANSAC_COUNTS = ("reference", "intended")
+MOM_MEDIANS = ("geometric", "coordinate")
+
+
+def _check_eps(name: str, eps: float) -> float:
+    if not 0.0 < float(eps) < 0.5:
+        raise ValueError(f"{name}: eps must be in (0, 0.5), got {eps}")
+    return float(eps)
+
+
+def _sq_dist(Y: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """``||Y_i - center||^2`` per row, (N,), in row chunks (no (N, n) temporary)."""
+    out = np.empty(Y.shape[0])
+    for sl in _row_blocks(*Y.shape):
+        D = Y[sl] - center
+        out[sl] = np.einsum("ij,ij->i", D, D)
+    return out
+
+
+def _cmedian(Y: np.ndarray) -> np.ndarray:
+    """Coordinate-wise median (MATLAB's ``median``: the mean of the middle two for even N)."""
+    return _by_columns(Y, lambda B: np.median(B, axis=0))
+
+
+# -------------------------------------------------------------------- prune
+
+
+@_contract_doc(**_COMPLETE_ROWS)
+def pruned_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
+                eps: float = 0.1, radius: float = 0.33) -> np.ndarray:
+    """Naive pruning (DKK17, ``pruneGaussianMean.m``): keep the rows strictly
+    closer than ``radius * sqrt(d ln(N / eps))`` to the coordinate-wise median
+    and average them.
+
+    The radius is about ``0.33 sqrt(d ln(N/eps))``: it grows with sqrt(d) like
+    the norm of a standard Gaussian sample, so in high dimension it passes any
+    fixed far point (DKK17's (12, -2, 0, ..., 0) once d ln(N/eps) > 1500), which
+    is then kept and the result equals the noisy mean. When no row is inside
+    (a few rows in many dimensions), the reference code returns NaN (the mean
+    of no rows); here the ball's centre, the coordinate-wise median.
+
+    Parameters
+    ----------
+    eps : the contamination level in the radius, in (0, 0.5).
+    radius : the reference code's constant 0.33.
+    """
+    eps = _check_eps("prune", eps)
+    Y = _complete_rows(X, "prune")
+    N, d = Y.shape
+    r = radius * math.sqrt(d * math.log(N / eps))
+    center = _cmedian(Y)
+    keep = np.flatnonzero(np.sqrt(_sq_dist(Y, center)) < r)
+    if keep.size == 0:  # the reference's mean of nothing is NaN: return the ball's centre
+        return _finite(center, "prune")
+    return _finite(_subset_mean(Y, keep), "prune")
+
+
+# ------------------------------------------------------------------- ransac
+
+
+@_contract_doc(**_COMPLETE_ROWS, rng="Draws the random subsets (without replacement).")
+def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
+                eps: float = 0.1, tau: float = 0.1, iterations: int = 100,
+                count: str = "intended") -> np.ndarray:
+    """RANSAC as DKK17 run it (``ransacGaussianMean.m``).
+
+    With ``s = ceil(2 (d ln 4 + ln(2/tau)) / eps^2)`` (the noisy mean if s > N)
+    and the threshold ``t = d + 2 (sqrt(d ln(N/tau)) + ln(N/tau)) + eps^2 ln^2(1/eps)``:
+    the noisy mean counts as the first candidate; each of ``iterations``
+    candidates is the mean of s rows drawn without replacement; a candidate
+    whose inlier count (rows j with ``||m - x_j||^2 <= t``) is strictly larger
+    than the best so far replaces it.
+
+    ``count = "reference"`` reproduces the reference code's counting, which
+    indexes ``data(j)`` with one index: in MATLAB that is the j-th entry of the
+    matrix in column order, i.e. ``x_j1``, so it counts the j with
+    ``||m - x_j1 * 1||^2 <= t``. ``count = "intended"`` counts rows, as the
+    method states. Squared distances are computed as
+    ``||x||^2 - 2 x.m + ||m||^2`` (one matrix-vector product per candidate);
+    this differs from the direct difference by rounding only, which can move a
+    row lying at the threshold within about 1e-12 relative.
+
+    Parameters
+    ----------
+    eps : the contamination level, in (0, 0.5).
+    tau : the failure probability in the subset size and threshold.
+    iterations : number of random candidates (the reference's 100).
+    count : ``"intended"`` (rows) or ``"reference"`` (the reference code's linear index).
+    """
+    eps = _check_eps("ransac", eps)
+    if count not in RANSAC_COUNTS:
+        raise ValueError(f"ransac: count must be one of {RANSAC_COUNTS}, got {count!r}")
+    Y = _complete_rows(X, "ransac")
+    N, d = Y.shape
+    rng = np.random.default_rng(rng)
+    mean = _subset_mean(Y, np.arange(N))
+    s = math.ceil(2.0 * (d * math.log(4.0) + math.log(2.0 / tau)) / eps ** 2)
+    if s > N:
+        return _finite(mean, "ransac")
+    t = d + 2.0 * (math.sqrt(d * math.log(N / tau)) + math.log(N / tau)) + eps ** 2 * math.log(1.0 / eps) ** 2
+    if count == "reference":
+        c = Y[:, 0]  # data(j), j <= N: the first column
+
+        def inliers(m):
+            return int(np.count_nonzero(m @ m - 2.0 * c * m.sum() + d * c * c <= t))
+    else:
+        norms = np.einsum("ij,ij->i", Y, Y)
+
+        def inliers(m):
+            return int(np.count_nonzero(norms - 2.0 * (Y @ m) + m @ m <= t))
+
+    best, best_count = mean, inliers(mean)
+    for _ in range(int(iterations)):
+        m = _subset_mean(Y, rng.choice(N, size=s, replace=False))
+        k = inliers(m)
+        if k > best_count:
+            best, best_count = m, k
+    return _finite(best, "ransac")
+
+
+# ---------------------------------------------------------------------- lrv
+
+
+def _shortest_window_mean(z: np.ndarray, eta: float) -> float:
+    """``estGeneral1D``: the mean of the shortest window of ``floor(m (1 - eta)^2)``
+    consecutive sorted values (the first, if several are shortest)."""
+    z = np.sort(z)
+    m = z.size
+    w = max(1, math.floor(m * (1.0 - eta) ** 2))
+    lengths = z[w - 1:] - z[:m - w + 1]
+    i = int(np.argmin(lengths))
+    return float(z[i:i + w].mean())
+
+
+def _lrv(Y: np.ndarray, eta: float) -> np.ndarray:
+    n = Y.shape[1]
+    if n <= 1:
+        return np.array([_shortest_window_mean(Y[:, 0], eta)])
+    T = _sq_dist(Y, _cmedian(Y))
+    # MATLAB's prctile: the i-th smallest value sits at 100 (i - 0.5) / N, linear between.
+    thresh = np.percentile(T, 100.0 * (1.0 - eta) ** 2, method="hazen")
+    keep = np.flatnonzero(T <= thresh)
+    mean, S = _mean_cov(Y, keep)
+    _, V = np.linalg.eigh(S)  # ascending, as MATLAB's eig of a symmetric matrix
+    h = n // 2
+    low, high = V[:, :h], V[:, h:]
+    est1 = (mean @ low) @ low.T  # mean of the kept rows projected on the bottom half
+    return est1 + _lrv(Y @ high, eta) @ high.T
+
+
+@_contract_doc(**_COMPLETE_ROWS)
+def lrv_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
+             eps: float = 0.1) -> np.ndarray:
+    """LRV: the agnostic mean estimator of Lai, Rao, Vempala (2016), in the
+    "General" variant of its reference code (``agnosticMeanGeneral.m``).
+
+    In dimension n > 1: trim to the ball around the coordinate-wise median
+    holding the ``(1 - eps)^2`` quantile of the squared distances (MATLAB's
+    ``prctile``, numpy's ``method="hazen"``; the rows at most that far are
+    kept); take the covariance of the kept rows; the estimate on the span of
+    its ``floor(n/2)`` smallest eigenvectors is the kept rows' mean projected
+    there; on the span of the others, recurse on all rows projected there. In
+    one dimension: the mean of the shortest window of ``floor(m (1-eps)^2)``
+    sorted values. Cost O(N n^2) per level, log2(n) levels.
+
+    Parameters
+    ----------
+    eps : the contamination level (the reference's eta), in (0, 0.5).
+    """
+    eps = _check_eps("lrv", eps)
+    Y = _complete_rows(X, "lrv")
+    return _finite(_lrv(Y, eps), "lrv")
+
+
+# --------------------------------------------------------- median of means
+
+
+@_contract_doc(**_COMPLETE_ROWS, rng="Shuffles the rows into blocks.")
+def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
+                    blocks: int = 0, eps: float = 0.1, median: str = "geometric") -> np.ndarray:
+    """Median of means: split the rows at random into ``blocks`` blocks of
+    nearly equal size, average each, and take the median of the block means:
+    their geometric median (Minsker 2015; Weiszfeld as `geometric-median`) or
+    their coordinate-wise median.
+
+    ``blocks = 0`` takes ``2 floor(eps N) + 1`` blocks (at most N): the fewest
+    for which the corrupted rows, however placed, spoil fewer than half of them.
+
+    Parameters
+    ----------
+    blocks : number of blocks (0: from eps).
+    eps : the contamination level used when ``blocks = 0``, in (0, 0.5).
+    median : ``"geometric"`` or ``"coordinate"``.
+    """
+    eps = _check_eps("median-of-means", eps)
+    if median not in MOM_MEDIANS:
+        raise ValueError(f"median-of-means: median must be one of {MOM_MEDIANS}, got {median!r}")
+    Y = _complete_rows(X, "median-of-means")
+    N = Y.shape[0]
+    k = int(blocks) if int(blocks) > 0 else 2 * math.floor(eps * N) + 1
+    k = min(k, N)
+    order = np.random.default_rng(rng).permutation(N)
+    edges = np.linspace(0, N, k + 1).round().astype(np.int64)
+    means = np.add.reduceat(Y[order], edges[:-1], axis=0) / np.diff(edges)[:, None]
+    if median == "coordinate":
+        return _finite(np.median(means, axis=0), "median-of-means")
+    return _finite(geometric_median(means), "median-of-means")
+
+
+def declarations() -> list:
+    """The declarations, registered by `cmbench.builtins.estimators`."""
+    E = cmbench.Estimator
+    eps = {"eps": (0.0, 0.5, "()")}
+    return [
+        E("prune", pruned_mean, ranges={**eps, "radius": (0.0, None, "()")},
+          description="Naive pruning (DKK17): mean of the rows within 0.33 sqrt(d ln(N/eps)) of the coordinate median"),
+        E("ransac", ransac_mean, choices={"count": RANSAC_COUNTS},
+          ranges={**eps, "tau": (0.0, 1.0, "()"), "iterations": (0, None)},
+          description="RANSAC (DKK17): best of 100 random subset means by inlier count"),
+        E("lrv", lrv_mean, ranges=eps,
+          description="Agnostic mean of Lai, Rao, Vempala (General variant): ball trim and recursive halving"),
+        E("median-of-means", median_of_means, choices={"median": MOM_MEDIANS},
+          ranges={**eps, "blocks": (0, None)},
+          description="Median (geometric or coordinate-wise) of the means of random blocks"),
+    ]
