@@ -675,15 +675,19 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
        the complete rows, with the eigenvectors of an MCD-style trimmed
        covariance (the ``1 - 2 eps`` fraction nearest the coordinate-wise
        median, three concentration steps) and, along each, the squared MAD
-       of the projections as the variance (`_spectral_whitening`). Until
-       cmbench 0.x the variance was the trimmed covariance's eigenvalue; noise
-       inside the Gaussian shell survives the trim and was absorbed into it,
-       so the filter saw nothing: on DKK17's Figure 1 data (N = 100 d,
-       eps = 0.1) its excess l2 error was 0.25 at d = 100 and the noisy
-       mean's from d = 200 on, against the reference filter's ~0.03; with the
-       MAD scale it is within 2x of the reference's on those data and on
-       N(0.5 * 1, I) contamination (tests/test_sample_level.py). Eigenvalues
-       are floored at 1e-12 of the largest, so rank-deficient data (x = A z)
+       of the projections as the variance (`_spectral_whitening`). With the
+       trimmed covariance's eigenvalues as variances (cmbench before this
+       change), noise inside the Gaussian shell survives the trim and is
+       absorbed into them, and the filter sees nothing. Measured on one draw
+       at N = 100 d, eps = 0.1 (``benchmarks/sample_level.py --whitening``),
+       excess l2 error at d = 100, 200, 400: on DKK17's data, eigenvalue
+       whitening 0.19, 1.08, 1.50 (the noisy mean's from d = 200 on), the
+       MAD scale 0.015, 0.003, 0.007, the reference filter 0.020, 0.012,
+       0.026; on N(0.5 * 1, I) contamination, eigenvalue whitening the noisy
+       mean's (0.40, 0.60, 0.90), the MAD scale 0.005, 0.010, 0.006, the
+       reference 0.016, 0.024, 0.020 (tests/test_sample_level.py checks
+       within 2x of the reference on smaller data). The scales are floored
+       at 1e-12 of the largest eigenvalue, so rank-deficient data (x = A z)
        are whitened too and points leaving the data's subspace stand out.
     2. The slack of the tail test is divided by ``max(T^2, 1)``, as in the
        analysis (DKK+ 2016, Filter-Gaussian-Mean): the reference's constant

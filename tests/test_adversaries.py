@@ -75,13 +75,14 @@ def top_direction(X: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- every adversary
 
 def test_registration():
-    """Eight declarations, kebab-case unique names, valid level/mode, params fit the signature."""
-    assert len(NAMES) == 8
+    """Nine declarations, kebab-case unique names, valid level/mode, params fit the signature."""
+    assert len(NAMES) == 9
     expected = {
         "hide-smallest": ("value", "missing"), "hide-random": ("value", "missing"),
         "replace-values": ("value", "replace"), "hide-samples": ("sample", "missing"),
         "replace-samples": ("sample", "replace"), "hide-tail": ("coordinate", "missing"),
         "hide-structured": ("coordinate", "missing"), "replace-structured": ("coordinate", "replace"),
+        "replace-mixture": ("sample", "replace"),
     }
     for name, (level, mode) in expected.items():
         decl = DECLS[name]
