@@ -47,6 +47,10 @@ A claim table's keys:
     method of ``better`` ("as much as 2x lower": ``peak = 2``).
 ``rtol``
     for ``same`` (default 0.05).
+``methods`` and ``below`` (the third form, a bound)
+    method labels whose errors all stay strictly below the absolute bound
+    ``below`` ("the filter stays within 0.06 of the sampling error":
+    ``methods = ["Filter"], below = 0.06``).
 
 A method's error in a cell (data set, adversary, budget) is its mean over the
 instances whose status is ok, as the report's curves show it. Cells where a
@@ -74,6 +78,7 @@ CLAIM_KEYS = {
     "id": str, "paper": str, "text": str, "better": list, "worse": list, "same": list,
     "datasets": list, "budgets": dict, "metric": str, "adversaries": list,
     "factor": (int, float), "peak": (int, float), "rtol": (int, float),
+    "methods": list, "below": (int, float),
 }
 RANGE_KEYS = ("above", "from", "below", "to")
 #: budget symbol per adversary level, in plain text (the paper's A1, A2, A3)
@@ -102,8 +107,9 @@ def parse_claims(tables: Any, *, error: Callable[[str, str], Exception], methods
     Returns
     -------
     One dict per claim with every key filled in: ``id, paper, text, kind``
-    (``"beats"`` or ``"same"``), ``better, worse, same, datasets, budgets``
-    (data set -> range dict), ``metric, adversaries, factor, peak, rtol``.
+    (``"beats"``, ``"same"`` or ``"bound"``), ``better, worse, same, datasets, budgets``
+    (data set -> range dict), ``metric, adversaries, factor, peak, rtol``; a
+    bound also ``methods`` and ``below``.
 
     Raises
     ------
@@ -137,9 +143,11 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
     if "id" not in table or not table["id"].strip():
         raise error(where, "a claim needs a non-empty 'id', e.g. id = \"a\"")
     beats = "better" in table or "worse" in table
-    if beats == ("same" in table):
-        raise error(where, "a claim says either who beats whom (better = [...], worse = [...]) "
-                           "or which methods agree (same = [...]), not both and not neither")
+    bound = "below" in table or "methods" in table
+    if beats + ("same" in table) + bound != 1:
+        raise error(where, "a claim says one of: who beats whom (better = [...], worse = [...]), "
+                           "which methods agree (same = [...]), or which stay below a bound "
+                           "(methods = [...], below = x)")
 
     def labels(key, valid, what, least=1):
         items = table.get(key)
@@ -157,8 +165,18 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
         return list(items)
 
     claim = {"id": table["id"].strip(), "paper": table.get("paper", ""), "text": table.get("text", ""),
-             "kind": "beats" if beats else "same", "better": [], "worse": [], "same": []}
-    if beats:
+             "kind": "beats" if beats else "bound" if bound else "same", "better": [], "worse": [], "same": []}
+    if bound:
+        for key in ("factor", "peak", "rtol"):
+            if key in table:
+                raise error(f"{where}.{key}", f"{key!r} does not apply to a bound claim (methods, below)")
+        claim["methods"] = labels("methods", methods, "methods")
+        if "below" not in table:
+            raise error(where, "a bound claim needs 'below', the bound on the error, e.g. below = 0.06")
+        if not math.isfinite(table["below"]):
+            raise error(f"{where}.below", f"a bound is a finite number, got {table['below']!r}")
+        claim["below"] = float(table["below"])
+    elif beats:
         claim["better"] = labels("better", methods, "methods")
         claim["worse"] = labels("worse", methods, "methods")
         common = set(claim["better"]) & set(claim["worse"])
@@ -365,7 +383,8 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
         f"{r}+{e}": (str(r), str(e)) for r in ds["recoverer"].values for e in ds["estimator"].values}
     infos = attr_json(ds, "datasets_info", {})
     adv_info = attr_json(ds, "adversaries_info", {})
-    labels = claim["better"] + claim["worse"] if claim["kind"] == "beats" else claim["same"]
+    labels = (claim["better"] + claim["worse"] if claim["kind"] == "beats"
+              else claim["methods"] if claim["kind"] == "bound" else claim["same"])
     missing = [m for m in labels if m not in methods]
     if missing or claim["metric"] not in ds:
         what = f"method {missing[0]!r}" if missing else f"metric {claim['metric']!r}"
@@ -392,14 +411,13 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
             e = values[:, where_d[d], where_a[a], :]
             for k in np.flatnonzero(mask):
                 vals = {m: float(e[j, k]) for j, m in enumerate(labels)}
-                cell = (_beats_cell if claim["kind"] == "beats" else _same_cell)(claim, vals)
+                cell = CELLS[claim["kind"]](claim, vals)
                 if cell is not None:
                     cells.append((d, a, float(budgets[k])) + cell)
     if not cells:
         why = "; ".join(notes) if notes else "no cell of the claim's range has values for its methods"
         return Verdict(claim, experiment, NO_DATA, why, None)
-    return (_beats_verdict if claim["kind"] == "beats" else _same_verdict)(
-        claim, experiment, cells, symbol, notes, budgets, infos)
+    return VERDICTS[claim["kind"]](claim, experiment, cells, symbol, notes, budgets, infos)
 
 
 def _beats_cell(claim, vals):
@@ -427,6 +445,15 @@ def _same_cell(claim, vals):
     scale = max(abs(hi), abs(lo))
     rel = (hi - lo) / scale if scale > 0 else 0.0
     return rel <= claim["rtol"], rel, None, vals
+
+
+def _bound_cell(claim, vals):
+    """(ok, largest error, its method, values) or None if no method has a value."""
+    finite = {m: v for m, v in vals.items() if np.isfinite(v)}
+    if not finite:
+        return None
+    worst = max(finite, key=finite.get)
+    return finite[worst] < claim["below"], finite[worst], worst, vals
 
 
 def _prefix(cells):
@@ -509,6 +536,28 @@ def _same_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
     return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
 
 
+def _bound_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
+    passed = sum(1 for c in cells if c[3])
+    worst = max(cells, key=lambda c: c[4])
+    parts = [f"{passed} of {len(cells)} cells below {_num(claim['below'])}",
+             f"largest error {worst[5]} {_num(worst[4])} ({_where(worst, symbol)})"]
+    up_to, broke = _prefix(cells)
+    if broke:
+        parts.append(f"at or above the bound at {_false_at(cells, symbol)}")
+    parts += notes
+    if not broke:
+        verdict, holds = HOLDS, True
+    elif up_to is not None:
+        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
+    else:
+        verdict, holds = FAILS, False
+    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+
+
+CELLS = {"beats": _beats_cell, "same": _same_cell, "bound": _bound_cell}
+VERDICTS = {"beats": _beats_verdict, "same": _same_verdict, "bound": _bound_verdict}
+
+
 def title(verdicts: Sequence[Verdict]) -> str:
     """"The paper's claims" when every claim says where the paper makes it, else "Claims"."""
     return ("The paper's claims" if verdicts and all(v.claim.get("paper") for v in verdicts)
@@ -518,6 +567,8 @@ def title(verdicts: Sequence[Verdict]) -> str:
 def describe(claim: Mapping) -> str:
     """The claim in words, from its keys (used when it has no ``text``)."""
     on = ", ".join(claim["datasets"])
+    if claim["kind"] == "bound":
+        return f"{' and '.join(claim['methods'])} below {_num(claim['below'])} on {on}"
     if claim["kind"] == "same":
         return f"{' = '.join(claim['same'])} within {_num(100 * claim['rtol'])}% on {on}"
     by = f" by a factor {_num(claim['factor'])}" if claim["factor"] != 1 else ""

@@ -885,7 +885,7 @@ def gaussian_size(d: int = 10, N: Optional[int] = None, samples_per_dim: Optiona
 
 
 def load_gaussian(*, instance, rng, d: int = 10, N: Optional[int] = None,
-                  samples_per_dim: Optional[float] = None, mean=0.0, sd: float = 1.0) -> cmbench.Data:
+                  samples_per_dim: Optional[float] = None, mean=None, sd: float = 1.0) -> cmbench.Data:
     """Isotropic Gaussian N(mean, sd^2 I_d), the inliers of the sample-level studies.
 
     DKK17's Figure 1 draws N(1_d, I_d) with N = 1000 d (``samples_per_dim =
@@ -899,7 +899,8 @@ def load_gaussian(*, instance, rng, d: int = 10, N: Optional[int] = None,
     N : number of rows; when None, ``floor(samples_per_dim * d)``.
     samples_per_dim : rows per dimension when N is None (default 100), so that
         one grid over d keeps N proportional to d.
-    mean : a number (every coordinate) or a vector of length d.
+    mean : a number (every coordinate) or a vector of length d; None is 0
+        (so that a list in a suite is a vector, not a grid of values).
     sd : standard deviation of every coordinate, > 0.
 
     Returns
@@ -908,7 +909,7 @@ def load_gaussian(*, instance, rng, d: int = 10, N: Optional[int] = None,
     """
     N, d = gaussian_size(d, N, samples_per_dim)
     name = "gaussian"
-    mu = np.asarray(mean, dtype=np.float64)
+    mu = np.asarray(0.0 if mean is None else mean, dtype=np.float64)
     if mu.ndim == 0:
         mu = np.full(d, float(mu))
     if mu.shape != (d,) or not np.all(np.isfinite(mu)):

@@ -1,0 +1,109 @@
+"""The sample-level suites (dkk17, gao19 and their quick variants) and the
+`bound` claim they use."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cmbench
+from cmbench import claims
+from cmbench.errors import SuiteError
+from cmbench.suite import load_suite
+
+from test_claims import METHODS, cube
+
+SUITES = Path(__file__).parent.parent / "suites"
+NAMES = ("dkk17", "dkk17-quick", "gao19", "gao19-quick")
+
+
+def bound(**keys) -> dict:
+    table = {"id": "b", **keys}
+    return claims.parse_claims([table], error=lambda key, msg: SuiteError(f"{key}: {msg}"),
+                               methods=list(METHODS), datasets=["d1", "d2"], metrics=["l2"],
+                               adversaries=["adv"], threshold_keys=[])[0]
+
+
+# ------------------------------------------------------------------ bound
+
+
+def test_bound_holds_below_and_fails_at_the_bound():
+    c = bound(methods=["TSM", "Mean"], below=2.0, budgets={"above": 0.0})
+    values = {"Mean": [0, 1.0, 1.5, 1.9], "TSM": [0, 0.5, 1.0, 1.5]}
+    v = claims.evaluate(cube(values), c)
+    assert v.verdict == "holds" and v.passed == v.compared == 6
+    assert "largest error Mean 1.9" in v.numbers
+    values["Mean"][3] = 2.0  # at the bound is not below it
+    v = claims.evaluate(cube(values), c)
+    assert v.verdict == "holds up to rho = 0.2" and not v.holds
+    values["TSM"][1] = 2.5
+    assert claims.evaluate(cube(values), c).verdict == "fails"
+    assert claims.describe(c) == "TSM and Mean below 2 on d1, d2"
+
+
+def test_bound_no_data_without_values():
+    v = claims.evaluate(cube({"Mean": [np.nan] * 4}), bound(methods=["Mean"], below=1.0))
+    assert v.verdict == "no data"
+
+
+@pytest.mark.parametrize("keys, match", [
+    ({"methods": ["Mean"]}, "needs 'below'"),
+    ({"below": 1.0}, "missing key 'methods'"),
+    ({"methods": ["Mean"], "below": 1.0, "factor": 2}, "does not apply to a bound"),
+    ({"methods": ["Mean"], "below": 1.0, "better": ["TSM"]}, "one of"),
+    ({"methods": ["Nope"], "below": 1.0}, "not in this experiment"),
+    ({"methods": ["Mean"], "below": float("inf")}, "finite"),
+])
+def test_bound_errors_name_the_key(keys, match):
+    with pytest.raises(SuiteError, match=match):
+        bound(**keys)
+
+
+# ------------------------------------------------------------------ suites
+
+
+def _load(name):
+    """The suite, or a skip naming the contract of another helper it still waits for."""
+    try:
+        return load_suite(SUITES / f"{name}.toml")
+    except SuiteError as e:
+        msg = str(e)
+        if "report" in msg or "@budget" in msg:
+            pytest.skip(f"waits for [experiment.report] / \"@budget\" (helpers api, runner): {msg}")
+        raise
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_suites_load_with_their_claims(name):
+    suite = _load(name)
+    for exp in suite.experiments:
+        assert all(d.decl.name == "gaussian" for d in exp.datasets)
+        assert exp.claims or name.startswith("gao19") or exp.name == "figure1-right"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_suites_are_valid_apart_from_the_pending_contracts(name, tmp_path):
+    # The rest of each file (components, grids, methods, claims) checked now.
+    text = (SUITES / f"{name}.toml").read_text()
+    text = text.replace('[experiment.report]\nx = "dataset.d"\n', "")
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text.replace('"@budget"', "0.1"))
+    suite = load_suite(path)
+    labels = {d.label for exp in suite.experiments for d in exp.datasets}
+    assert labels
+    if name == "dkk17":
+        assert {f"dkk17.d_{d}" for d in range(100, 401, 50)} == labels
+        kinds = {c["kind"] for c in suite.experiments[0].claims}
+        assert kinds == {"beats", "bound", "same"}
+
+
+@pytest.mark.parametrize("name", ["dkk17-quick", "gao19-quick"])
+def test_quick_suite_runs_and_its_claims_hold(name, tmp_path):
+    _load(name)
+    cubes = cmbench.run_suite(name, out=tmp_path, report=False)
+    for exp, ds in cubes.items():
+        assert "inlier_l2" in ds, "the runner records the untouched rows' error"
+        assert ds.attrs.get("report_x") == "dataset.d"
+        for v in claims.evaluate_cube(ds):
+            assert v.holds, (exp, v.claim["id"], v.verdict, v.numbers)
