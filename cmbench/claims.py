@@ -145,7 +145,7 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
     beats = "better" in table or "worse" in table
     bound = "below" in table or "methods" in table
     if beats + ("same" in table) + bound != 1:
-        raise error(where, "a claim says one of: who beats whom (better = [...], worse = [...]), "
+        raise error(where, "a claim says either who beats whom (better = [...], worse = [...]), "
                            "which methods agree (same = [...]), or which stay below a bound "
                            "(methods = [...], below = x)")
 

@@ -51,7 +51,7 @@ def test_bound_no_data_without_values():
     ({"methods": ["Mean"]}, "needs 'below'"),
     ({"below": 1.0}, "missing key 'methods'"),
     ({"methods": ["Mean"], "below": 1.0, "factor": 2}, "does not apply to a bound"),
-    ({"methods": ["Mean"], "below": 1.0, "better": ["TSM"]}, "one of"),
+    ({"methods": ["Mean"], "below": 1.0, "better": ["TSM"]}, "either who beats whom"),
     ({"methods": ["Nope"], "below": 1.0}, "not in this experiment"),
     ({"methods": ["Mean"], "below": float("inf")}, "finite"),
 ])
