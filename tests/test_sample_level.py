@@ -211,7 +211,7 @@ def test_median_of_means_resists_a_far_cluster(registry, median):
 @pytest.mark.parametrize("noise", ["dkk17", "shift"])
 def test_default_filter_within_twice_the_reference_filter(registry, noise):
     d = 100  # below, the default is weaker: the filter's docstring
-    data = gaussian(registry, seed=7, d=d, samples_per_dim=100, mean=1.0 if noise == "dkk17" else 0.0)
+    data = gaussian(registry, seed=7, d=d, samples_per_dim=50, mean=1.0 if noise == "dkk17" else 0.0)
     comps = ({} if noise == "dkk17" else
              {"components": [{"kind": "gaussian", "shift": 0.5, "sd": 1.0}]})
     Xc = mixture(registry, data.X, 0.1, **comps)
