@@ -59,7 +59,9 @@ def plugins(plugins) -> None:
 @plugin_option
 @click.argument("names", nargs=-1, metavar="[NAME|KIND:NAME]...")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the generated inputs and rngs.")
-def check(plugins, names, seed) -> None:
+@click.option("--timeout", default=60.0, show_default=True, type=float, metavar="SECONDS",
+              help="Fail a check whose plugin call takes longer than this.")
+def check(plugins, names, seed, timeout) -> None:
     """Check components against the contract on small generated inputs.
 
     Checks every component the --plugin plugins declare (every loaded one
@@ -67,7 +69,7 @@ def check(plugins, names, seed) -> None:
     """
     from .check import FAIL, PASS, SKIP, run_checks
 
-    results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()))
+    results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()), timeout=timeout)
     counts = collections.Counter(r.status for r in results)
     components = len({(r.kind, r.name) for r in results})
     click.echo(f"{components} component{'s' if components != 1 else ''}, {len(results)} checks: {counts[PASS]} passed, "

@@ -21,7 +21,7 @@ import tomllib
 from .components import Component
 from .errors import PluginError, SuiteError
 from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
-                      is_file_spec, load_plugins)
+                      is_file_spec, load_plugins, plugin_file_problem)
 
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
               "theory_figures": list, "cache_size": (str, int)}
@@ -254,8 +254,8 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
     plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) and str(p) not in shipped else str(p)
                     for p in plugins)
     for p in plugins:  # the command line's, not the suite file's: said before the suite's name is put on errors
-        if is_file_spec(p) and p not in shipped and not Path(p).is_file():
-            raise PluginError(f"plugin file {p} does not exist (given with --plugin)")
+        if is_file_spec(p) and p not in shipped and plugin_file_problem(Path(p)):
+            raise PluginError(f"plugin file {p} {plugin_file_problem(Path(p))} (given with --plugin)")
     doc = _parse_toml(path, raw)
     ctx = _Ctx(path, files=shipped)
     _check_keys(ctx, doc, SUITE_KEYS, REQUIRED_SUITE_KEYS, "the suite")
