@@ -190,12 +190,14 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     from .files import check_target
     from .report import write_report
 
+    inputs = [*cubes, *([baseline] if baseline is not None else [])]
+    check_target(output, inputs=inputs)  # first: writing over an input is the most telling refusal
     suffix = Path(output).suffix.lower()
     kind = "html" if suffix in (".html", ".htm") else "pdf" if suffix == ".pdf" else None
     if kind is None:
         raise UserError(f"{output}: a report is written as FILE.pdf or FILE.html (or .htm), "
                         f"not {suffix or '(no suffix)'!r}")
-    check_target(output, inputs=[*cubes, *([baseline] if baseline is not None else [])], kind=kind)
+    check_target(output, inputs=inputs, kind=kind)
     if kind == "html":
         from .report.html import write_html
 

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Optional, Sequence
 import tomllib
 
 from .components import Component
-from .errors import PluginError, SuiteError
+from .errors import PluginError, SuiteError, UserError
 from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
                       is_file_spec, load_plugins, plugin_file_problem)
 
@@ -552,8 +552,11 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
     except (TypeError, ValueError) as exc:
         raise ctx.error(f"parameters must be plain TOML values ({exc})") from None
     source = registry.source(kind, name)
-    return Entry(label=label, decl=decl, params=params, source=str(source),
-                 fingerprint=_fingerprint(source.plugin, source.version, params.get("path"), ctx.files))
+    try:
+        fingerprint = _fingerprint(source.plugin, source.version, params.get("path"), ctx.files)
+    except UserError as exc:  # a data file that is a device, FIFO or folder
+        raise ctx.error(f"{SINGULAR[kind]} {label!r}: {exc}") from None
+    return Entry(label=label, decl=decl, params=params, source=str(source), fingerprint=fingerprint)
 
 
 def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, bytes] | None = None) -> str:
@@ -574,10 +577,15 @@ def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, 
 
 @functools.lru_cache(maxsize=256)
 def _digest_cached(path: str, size: int, mtime: int) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    from .data import hash_user_file
+
+    # hashed in chunks, so no size limit here: the loader that reads the file whole applies it
+    return hash_user_file(path, "file", limit=1 << 62)[:16]
 
 
 def _file_digest(path: str) -> str:
+    """The digest of a plugin or data file (`cmbench.data.hash_user_file`: a regular file within
+    the size limit, read in chunks; a device, FIFO or folder is a `DataError` naming it)."""
     try:
         st = os.stat(path)
     except OSError:
