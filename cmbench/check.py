@@ -33,6 +33,7 @@ import numpy as np
 from .components import Adversary, Component, Data, Dataset, Estimator, Metric, NotApplicable, Recoverer, Undefined
 from .errors import UserError, describe_error
 from .errors import PluginError
+from .options import check_timeout
 from .plugins import KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins, resolve_plugin
 from .runner.units import call as guarded_call  # the one guarded plugin call (moving to its own module)
 from .runner.units import check_corruption, check_data, check_estimate, check_recovery
@@ -657,8 +658,7 @@ def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int
         imported), a name that matches no component, a timeout that is not a
         positive number.
     """
-    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    check_timeout(timeout)
     plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) else str(p) for p in plugins)
     results: list[Result] = []
 

@@ -83,8 +83,8 @@ def check(plugins, names, seed, timeout) -> None:
 @click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
               help="Folder for cubes, cache and report.")
 @plugin_option
-@click.option("--workers", default=1, show_default=True, type=int,
-              help="Local worker processes (they also draw the report's pages).")
+@click.option("--workers", default="auto", show_default=True, metavar="N|auto",
+              help="Local worker processes (they also draw the report's pages); auto: one per usable core.")
 @click.option("--scheduler", default=None, metavar="ADDRESS|local",
               help="Run on a Dask cluster ('local' starts a LocalCluster on 127.0.0.1).")
 @click.option("--timeout", default=None, type=float, metavar="SECONDS", help="Stop a plugin call after this long.")
@@ -111,6 +111,12 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     from .report.helpers import preload  # its plotting libraries load only when it is called
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
+    from .options import check_run_options, parse_workers
+
+    # --pdb debugs in this process and a scheduler brings its own workers: auto means one there
+    workers = 1 if workers == "auto" and (post_mortem or scheduler) else parse_workers(workers)
+    check_run_options(workers=workers, timeout=timeout, scheduler=scheduler, post_mortem=post_mortem,
+                      cache_size=cache_size)
     if dry_run:
         _print_plan(suite, out, plugins, experiments, select, timeout)
         return
@@ -426,9 +432,15 @@ def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:
     click.echo(f"{total} cells, {cached} cached, {total - cached} to compute")
     click.echo("largest data sets:")
     for label, shape, where in plan.datasets[:5]:
-        size = f"{shape[0]} x {shape[1]} ({shape[0] * shape[1] * 8 / 1e6:.1f} MB)" if shape else "?"
+        size = f"{shape[0]:,} x {shape[1]:,} ({_bytes(shape[0] * shape[1] * 8)} per array)" if shape else "?"
         click.echo(f"  {label}: {size}, {where}")
     click.echo(f"would write: cubes in {plan.cubes}, report {plan.report}")
+
+
+def _bytes(n: int) -> str:
+    from .runner.store import format_size
+
+    return format_size(n)
 
 
 def _table(header, rows) -> None:

@@ -23,6 +23,8 @@ from .errors import PluginError, SuiteError, UserError
 from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
                       is_file_spec, load_plugins, plugin_file_problem)
 
+#: the largest suite seed: the cube stores it as a netCDF attribute of type int64
+MAX_SEED = 2 ** 63 - 1
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
               "theory_figures": list, "cache_size": (str, int)}
 REQUIRED_SUITE_KEYS = ("name", "experiment")
@@ -282,8 +284,9 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
                    [n.casefold() for n in names])
     check_size(path, parsed, limits)
     seed = doc.get("seed", 0)
-    if seed < 0:
-        raise SuiteError(f"{path}: key 'seed': must be a non-negative integer, got {seed}")
+    if not 0 <= seed <= MAX_SEED:
+        raise SuiteError(f"{path}: key 'seed': must be an integer from 0 to {MAX_SEED} "
+                         f"(2**63 - 1, the largest the cube's netCDF attribute holds), got {seed}")
     return Suite(
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
         hash=hashlib.sha256(raw).hexdigest(), plugins=tuple(str(p) for p in plugins), experiments=tuple(parsed),
