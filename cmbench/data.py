@@ -67,6 +67,7 @@ import numpy as np
 
 from .components import DataFile, Dataset
 from .errors import DataError
+from .files import check_target
 
 __all__ = [
     "ChecksumError", "DataError", "Verification", "cache_dir", "check_file_size", "compare_tables",
@@ -462,7 +463,7 @@ def _staging(dest: Path) -> Path:
 
 def _install(files: Iterable[DataFile], staging: Path, dest: Path) -> None:
     for f in files:
-        target = dest / f.path
+        target = check_target(dest / f.path, root=dest)  # a declared path cannot lead out of the cache
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / "files" / f.path, target)
 
@@ -714,7 +715,8 @@ def derive_table(dataset: Dataset, out: Path | str) -> Path:
     if folder is None:
         raise DataError(f"data set {dataset.name}: source files not found; looked in {_looked(dataset)}")
     arrays = dataset.table.derive(folder)
-    return write_table(Path(out) / Path(dataset.table.path).name, arrays, table_meta(dataset))
+    target = check_target(Path(out) / Path(dataset.table.path).name, root=out, kind="zip")
+    return write_table(target, arrays, table_meta(dataset))
 
 
 @dataclass

@@ -120,6 +120,7 @@ SUFFIXES = {
 _MAGIC = (
     (b"%PDF", "pdf"), (b"CDF\x01", "netcdf"), (b"CDF\x02", "netcdf"), (b"CDF\x05", "netcdf"),
     (b"\x89HDF\r\n\x1a\n", "netcdf"), (b"PAR1", "parquet"), (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"PK\x03\x04", "zip"),
 )
 _SNIFF_BYTES = 1024
 
@@ -131,7 +132,7 @@ def sniff(path: str | os.PathLike) -> str:
     -------
     str
         ``"empty"``, ``"pdf"``, ``"netcdf"`` (netCDF-3 or HDF5), ``"parquet"``,
-        ``"png"``, ``"html"`` (``<!DOCTYPE html`` or ``<html``), ``"tex"``
+        ``"png"``, ``"zip"`` (a data table), ``"html"`` (``<!DOCTYPE html`` or ``<html``), ``"tex"``
         (a table cmbench wrote), ``"csv"`` (text whose first line has a
         comma), ``"json"``, ``"text"`` or ``"binary"``.
     """
