@@ -710,15 +710,15 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
                 child.kill()
                 child.join()
                 return _ended(where, f"no return within --timeout {timeout:g} s and the alarm ignored: "
-                                     "killed")
+                                     "killed", plugins)
             try:
                 message = receive.recv()
             except EOFError:
                 child.join()
-                return _ended(where, _how(child.exitcode))
+                return _ended(where, _how(child.exitcode), plugins)
             tag = message[0]
-            if tag == "importing":
-                where = ("importing", message[1])
+            if tag in ("importing", "registering"):
+                where = (tag, message[1])
             elif tag == "component":
                 where = ("component", message[1], message[2], "")
             elif tag == "call":
@@ -752,11 +752,14 @@ def _how(code: Optional[int]) -> str:
     return f"exit code {code}"
 
 
-def _ended(where: tuple, how: str) -> tuple:
+def _ended(where: tuple, how: str, plugins: Sequence[str] = ()) -> tuple:
     """What a child that ended means: a `PluginError` during an import, else its component's failure."""
     if where[0] == "importing":
         what = "plugin file" if is_file_spec(where[1]) else "plugin module"
         raise PluginError(f"{what} {where[1]} ended the process while being imported ({how})")
+    if where[0] == "registering":
+        raise PluginError(f"a plugin ended the process while its components were registered ({how}); "
+                          f"plugins: {', '.join(plugins) or 'built-ins and entry points'}")
     if where[0] != "component":
         raise UserError(f"cmbench check: the checking process ended before any component was checked ({how})")
     _, kind, name, call = where
@@ -775,6 +778,7 @@ def _child(conn, plugins, names, seed, timeout, done) -> None:
                 continue
             conn.send(("importing", spec))
             resolve_plugin(spec)
+        conn.send(("registering", ""))
         registry = load_for_check(plugins)
         chosen = select(registry, plugins, names)
     except UserError as exc:

@@ -444,9 +444,9 @@ def _text_problem(path: Path, raw: bytes) -> str:
 
 
 def preflight(path: Path, raw: bytes) -> None:
-    """Import the plugin file ``path`` in a child process first: one that ends its process
-    while being imported (``os._exit``, a signal) is a `PluginError` naming it, instead of
-    ending cmbench silently. Once per source per process.
+    """Import the plugin file ``path`` and call its registration hooks in a child process
+    first: one that ends its process meanwhile (``os._exit``, a signal) is a `PluginError`
+    naming it, instead of ending cmbench silently. Once per source per process.
     """
     digest = hashlib.sha256(raw).hexdigest()
     if not PREFLIGHT or digest in _PREFLIGHT_PASSED:
@@ -466,8 +466,8 @@ def preflight(path: Path, raw: bytes) -> None:
             code = child.exitcode
             how = (f"killed by signal {-code}" if code is not None and code < 0
                    else f"exit code {code}")
-            raise PluginError(f"plugin file {path} ended the process while being imported ({how}); "
-                              "a plugin may not exit at import") from None
+            raise PluginError(f"plugin file {path} ended the process while being imported or registered "
+                              f"({how}); a plugin may not exit at import") from None
     finally:
         receive.close()
         if child.is_alive():
@@ -480,8 +480,8 @@ def _preflight_child(conn, path: str) -> None:
     global PREFLIGHT
     PREFLIGHT = False
     try:
-        _import_file(Path(path))
-    except BaseException:  # an ordinary import error is reported by the real import, with its line
+        _Loader().add(_import_file(Path(path)), Source(path))  # imported, then its hooks called
+    except BaseException:  # an ordinary error is reported by the real import, with its line
         pass
     conn.send("imported")
 
