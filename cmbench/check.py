@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from pathlib import Path
 import random
 import warnings
 from dataclasses import dataclass, field
@@ -31,8 +32,12 @@ import numpy as np
 
 from .components import Adversary, Component, Data, Dataset, Estimator, Metric, NotApplicable, Recoverer, Undefined
 from .errors import UserError, describe_error
+from .errors import PluginError
+from .options import check_timeout
 from .plugins import KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins, resolve_plugin
+from .runner.units import call as guarded_call  # the one guarded plugin call (moving to its own module)
 from .runner.units import check_corruption, check_data, check_estimate, check_recovery
+from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
 from .suite import Entry
 from .theory import changed_entries
 
@@ -106,9 +111,44 @@ class _Call:
     undefined: str = ""
     error: str = ""
     modified: str = ""
+    user_error: str = ""  # a `UserError` the call raised (a data set that needs a file)
 
 
 # ------------------------------------------------------------------ calling a component
+
+#: the per-call limit of `cmbench check` in seconds (``--timeout``), as in a suite's cells
+DEFAULT_TIMEOUT = 60.0
+_LIMIT = [DEFAULT_TIMEOUT]  # set by `check_component` for the calls of one component
+_TIMED_OUT = [False]  # a call of the component being checked timed out
+_BEAT: list = [None]  # in `run_checks`' child: tells the parent a plugin call starts (its watchdog)
+
+
+def _guarded(fn: Callable, args: tuple, kwargs: dict) -> _Call:
+    """One plugin call through the runner's guarded call (`cmbench.runner.units.call`): the
+    per-call timeout, ``BaseException`` (``SystemExit`` too) caught, as in a suite's cells."""
+    out = _Call()
+    if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
+        out.error = f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s"
+        return out
+    if _BEAT[0] is not None:
+        _BEAT[0](fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
+        outcome = guarded_call(fn, _LIMIT[0], *args, **kwargs)
+    if outcome.status == OK:
+        out.value = outcome.value
+    elif outcome.status in (UNDEFINED, NOT_APPLICABLE):
+        out.undefined = f"{'Undefined' if outcome.status == UNDEFINED else 'NotApplicable'}: {outcome.error}"
+    elif outcome.user_error:
+        out.user_error = outcome.user_error
+        out.error = f"raised {outcome.error}"
+    elif outcome.status == TIMEOUT_STATUS:
+        _TIMED_OUT[0] = True
+        out.error = f"did not return within --timeout {_LIMIT[0]:g} s"
+    else:  # the component's bug, reported as its check's failure
+        out.error = f"raised {outcome.error}"
+    return out
+
 
 def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     """Call ``fn`` on private copies of its array arguments; report what it did to them.
@@ -120,15 +160,7 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     copies = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     np.random.seed(noise)
     random.seed(noise)
-    out = _Call()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
-            out.value = fn(*copies, **kwargs)
-    except (Undefined, NotApplicable) as exc:
-        out.undefined = f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # the component's bug, reported as its check's failure
-        out.error = f"raised {describe_error(exc, fn)}"
+    out = _guarded(fn, copies, kwargs)
     for i, (a, c) in enumerate(zip(args, copies)):
         if isinstance(a, np.ndarray) and not np.array_equal(a, c, equal_nan=True):
             where = np.argwhere(changed_entries(a, c))
@@ -291,6 +323,10 @@ def probe_recoverer(decl: Recoverer, Xc: np.ndarray, seed: int, structure=None, 
     return probe
 
 
+class _Again(Exception):
+    """The second load of a data set did not give data."""
+
+
 def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[dict] = None) -> Probe:
     """Load data set ``decl`` and check what it returns; a `UserError` (absent file,
     required parameter) leaves ``problems`` empty and says why in ``undefined``."""
@@ -299,31 +335,33 @@ def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[
     valid_check, same_check = CHECKS["datasets"][:2]
     entry = _entry("datasets", decl, params)
 
-    def load(noise: int):
+    def load(noise: int) -> _Call:
         np.random.seed(noise)
         random.seed(noise)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return decl.fn(instance=instance, rng=np.random.default_rng(seed), **params)
+        return _guarded(decl.fn, (), dict(instance=instance, rng=np.random.default_rng(seed), **params))
 
+    first = load(1)
+    if first.user_error:
+        probe.undefined = f"needs input to load: {first.user_error}"
+        return probe
+    if first.undefined:
+        probe.undefined = first.undefined
+        return probe
+    if first.error:
+        probe.fail(valid_check, first.error)
+        return probe
     try:
-        loaded = load(1)
-    except UserError as exc:
-        probe.undefined = f"needs input to load: {exc}"
-        return probe
-    except (Undefined, NotApplicable) as exc:
-        probe.undefined = f"{type(exc).__name__}: {exc}"
-        return probe
-    except Exception as exc:
-        probe.fail(valid_check, f"raised {describe_error(exc, decl.fn)}")
-        return probe
-    try:
-        data = check_data(loaded, entry)
+        data = check_data(first.value, entry)
     except (TypeError, ValueError) as exc:
         probe.fail(valid_check, str(exc))
         return probe
+    second = load(2)
     try:
-        again = check_data(load(2), entry)
+        if second.error or second.undefined:
+            raise _Again(second.error or second.undefined)
+        again = check_data(second.value, entry)
+    except _Again as exc:
+        probe.fail(same_check, f"the second load {exc}")
     except Exception as exc:
         probe.fail(same_check, f"the second load raised {describe_error(exc, decl.fn)}")
     else:
@@ -445,7 +483,8 @@ def recoverer_cases(decl: Recoverer, seed: int = 0) -> list[tuple[str, np.ndarra
 
 # ------------------------------------------------------------------ checking components
 
-def check_component(kind: str, decl: Component, seed: int = 0) -> list[Result]:
+def check_component(kind: str, decl: Component, seed: int = 0,
+                    timeout: Optional[float] = DEFAULT_TIMEOUT) -> list[Result]:
     """Every check of ``kind`` on component ``decl``, over the generated cases of its kind.
 
     Parameters
@@ -456,6 +495,9 @@ def check_component(kind: str, decl: Component, seed: int = 0) -> list[Result]:
         The declaration to check.
     seed : int, default 0
         Seed of the generated inputs and of the component's rng.
+    timeout : float or None, default `DEFAULT_TIMEOUT`
+        Seconds each call of the component may take (None: no limit); a call
+        that takes longer fails its check.
 
     Returns
     -------
@@ -463,6 +505,16 @@ def check_component(kind: str, decl: Component, seed: int = 0) -> list[Result]:
         One per check of `CHECKS` ``[kind]``, in order: FAIL with the first
         case's reason, SKIP when every case was undefined, else PASS.
     """
+    previous, _LIMIT[0] = _LIMIT[0], timeout
+    _TIMED_OUT[0] = False
+    try:
+        return _check_component(kind, decl, seed)
+    finally:
+        _LIMIT[0] = previous
+        _TIMED_OUT[0] = False
+
+
+def _check_component(kind: str, decl: Component, seed: int) -> list[Result]:
     failures: dict = {}  # check -> first reason
     skipped: list = []
 
@@ -578,8 +630,16 @@ def load_for_check(plugins: Sequence[str] = ()) -> Registry:
 
 
 def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int = 0,
-               on_result: Optional[Callable[[Result], None]] = None) -> list[Result]:
+               on_result: Optional[Callable[[Result], None]] = None,
+               timeout: Optional[float] = DEFAULT_TIMEOUT, isolate: bool = True) -> list[Result]:
     """Check the components of ``plugins`` (or ``names`` among them); return every result.
+
+    Plugin code runs as in a suite's cells: each call through the runner's
+    guarded call (a per-call ``timeout``, any ``BaseException`` caught), and
+    with ``isolate`` in a child process, so that a plugin that ends its process
+    (``os._exit``, a signal) fails its component's check instead of ending the
+    check silently; a plugin that ends it while being imported is a
+    `PluginError` naming its file.
 
     Parameters
     ----------
@@ -588,20 +648,156 @@ def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int
     names : component names (``NAME`` or ``KIND:NAME``) to narrow the selection.
     seed : seed of the generated inputs and of the components' rngs.
     on_result : called with each result as soon as it is known (for printing).
+    timeout : seconds each plugin call may take (None: no limit); `DEFAULT_TIMEOUT`.
+    isolate : run the plugins in a child process (default); False: in this one.
 
     Raises
     ------
     UserError
-        A plugin that cannot be loaded, or a name that matches no component.
+        A plugin that cannot be loaded (or ends its process while being
+        imported), a name that matches no component, a timeout that is not a
+        positive number.
     """
-    registry = load_for_check(plugins)
-    results = []
-    for kind, decl in select(registry, plugins, names):
-        for result in check_component(kind, decl, seed):
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
-    return results
+    check_timeout(timeout)
+    plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) else str(p) for p in plugins)
+    results: list[Result] = []
+
+    def emit(result: Result) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    if not isolate:
+        registry = load_for_check(plugins)
+        for kind, decl in select(registry, plugins, names):
+            for result in check_component(kind, decl, seed, timeout):
+                emit(result)
+        return results
+    done: set = set()
+    while True:  # a fresh child after each component that ended its process
+        ended = _check_in_child(plugins, names, seed, timeout, done, emit)
+        if ended is None:
+            return results
+        kind, name, how = ended
+        done.add((kind, name))
+        emit(Result(kind, name, OUTPUT[kind], FAIL, how))
+
+
+#: grace beyond ``timeout`` before the parent kills a child whose plugin call ignores the alarm
+_GRACE = 10.0
+
+
+def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[tuple]:
+    """Check in one child process every selected component not in ``done``.
+
+    Returns None when the child finished, else ``(kind, name, why)`` of the
+    component whose check ended the child (killed after ``timeout`` + `_GRACE`
+    seconds without a word, when a call ignores the alarm).
+    """
+    from .plugins import child_context
+
+    ctx = child_context()
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(send, plugins, tuple(names), seed, timeout, frozenset(done)),
+                        daemon=True)
+    child.start()
+    send.close()
+    where: tuple = ("start", "")
+    try:
+        while True:
+            wait = None if timeout is None else timeout + _GRACE
+            if not receive.poll(wait):
+                child.kill()
+                child.join()
+                return _ended(where, f"no return within --timeout {timeout:g} s and the alarm ignored: "
+                                     "killed", plugins)
+            try:
+                message = receive.recv()
+            except EOFError:
+                child.join()
+                return _ended(where, _how(child.exitcode), plugins)
+            tag = message[0]
+            if tag in ("importing", "registering"):
+                where = (tag, message[1])
+            elif tag == "component":
+                where = ("component", message[1], message[2], "")
+            elif tag == "call":
+                if where[0] == "component":
+                    where = (*where[:3], message[1])
+            elif tag == "result":
+                emit(message[1])
+            elif tag == "finished":
+                done.add(tuple(message[1:]))
+            elif tag == "error":
+                child.join()
+                raise (PluginError if message[1] == "PluginError" else UserError)(message[2])
+            elif tag == "done":
+                child.join()
+                return None
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+            child.join()
+
+
+def _how(code: Optional[int]) -> str:
+    import signal
+
+    if code is not None and code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _ended(where: tuple, how: str, plugins: Sequence[str] = ()) -> tuple:
+    """What a child that ended means: a `PluginError` during an import, else its component's failure."""
+    if where[0] == "importing":
+        what = "plugin file" if is_file_spec(where[1]) else "plugin module"
+        raise PluginError(f"{what} {where[1]} ended the process while being imported ({how})")
+    if where[0] == "registering":
+        raise PluginError(f"a plugin ended the process while its components were registered ({how}); "
+                          f"plugins: {', '.join(plugins) or 'built-ins and entry points'}")
+    if where[0] != "component":
+        raise UserError(f"cmbench check: the checking process ended before any component was checked ({how})")
+    _, kind, name, call = where
+    return kind, name, f"ended its process ({how})" + (f" in {call}" if call else "")
+
+
+def _child(conn, plugins, names, seed, timeout, done) -> None:
+    """The child of `run_checks`: import, check, report each step to the parent through ``conn``."""
+    from . import plugins as plugin_host
+
+    plugin_host.PREFLIGHT = False  # this process is the guard
+    _BEAT[0] = lambda fn: conn.send(("call", _fn_name(fn)))
+    try:
+        for spec in plugins:  # one at a time: the parent names the one that ends the process
+            if spec.startswith("cmbench.builtins.") or spec.startswith("cmbench."):
+                continue
+            conn.send(("importing", spec))
+            resolve_plugin(spec)
+        conn.send(("registering", ""))
+        registry = load_for_check(plugins)
+        chosen = select(registry, plugins, names)
+    except UserError as exc:
+        conn.send(("error", type(exc).__name__, str(exc)))
+        return
+    for kind, decl in chosen:
+        if (kind, decl.name) in done:
+            continue
+        conn.send(("component", kind, decl.name))
+        for result in check_component(kind, decl, seed, timeout):
+            conn.send(("result", result))
+        conn.send(("finished", kind, decl.name))
+    conn.send(("done",))
+
+
+def _fn_name(fn: Callable) -> str:
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    return f"{name}() of {code.co_filename}" if code is not None else f"{name}()"
 
 
 def assert_ok(probe: Probe, what: str = "") -> Probe:

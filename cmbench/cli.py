@@ -59,7 +59,9 @@ def plugins(plugins) -> None:
 @plugin_option
 @click.argument("names", nargs=-1, metavar="[NAME|KIND:NAME]...")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the generated inputs and rngs.")
-def check(plugins, names, seed) -> None:
+@click.option("--timeout", default=60.0, show_default=True, type=float, metavar="SECONDS",
+              help="Fail a check whose plugin call takes longer than this.")
+def check(plugins, names, seed, timeout) -> None:
     """Check components against the contract on small generated inputs.
 
     Checks every component the --plugin plugins declare (every loaded one
@@ -67,7 +69,7 @@ def check(plugins, names, seed) -> None:
     """
     from .check import FAIL, PASS, SKIP, run_checks
 
-    results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()))
+    results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()), timeout=timeout)
     counts = collections.Counter(r.status for r in results)
     components = len({(r.kind, r.name) for r in results})
     click.echo(f"{components} component{'s' if components != 1 else ''}, {len(results)} checks: {counts[PASS]} passed, "
@@ -81,8 +83,8 @@ def check(plugins, names, seed) -> None:
 @click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
               help="Folder for cubes, cache and report.")
 @plugin_option
-@click.option("--workers", default=1, show_default=True, type=int,
-              help="Local worker processes (they also draw the report's pages).")
+@click.option("--workers", default="auto", show_default=True, metavar="N|auto",
+              help="Local worker processes (they also draw the report's pages); auto: one per usable core.")
 @click.option("--scheduler", default=None, metavar="ADDRESS|local",
               help="Run on a Dask cluster ('local' starts a LocalCluster on 127.0.0.1).")
 @click.option("--timeout", default=None, type=float, metavar="SECONDS", help="Stop a plugin call after this long.")
@@ -109,6 +111,12 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     from .report.helpers import preload  # its plotting libraries load only when it is called
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
+    from .options import check_run_options, parse_workers
+
+    # --pdb debugs in this process and a scheduler brings its own workers: auto means one there
+    workers = 1 if workers == "auto" and (post_mortem or scheduler) else parse_workers(workers)
+    check_run_options(workers=workers, timeout=timeout, scheduler=scheduler, post_mortem=post_mortem,
+                      cache_size=cache_size)
     if dry_run:
         _print_plan(suite, out, plugins, experiments, select, timeout)
         return
@@ -185,9 +193,18 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
               help="Also write the ranking and mean-error tables here, as CSV and LaTeX (booktabs).")
 def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     """Draw the PDF report of one or more results cubes (no rerun needed)."""
+    from .files import check_target
     from .report import write_report
 
-    if Path(output).suffix.lower() in (".html", ".htm"):
+    inputs = [*cubes, *([baseline] if baseline is not None else [])]
+    check_target(output, inputs=inputs)  # first: writing over an input is the most telling refusal
+    suffix = Path(output).suffix.lower()
+    kind = "html" if suffix in (".html", ".htm") else "pdf" if suffix == ".pdf" else None
+    if kind is None:
+        raise UserError(f"{output}: a report is written as FILE.pdf or FILE.html (or .htm), "
+                        f"not {suffix or '(no suffix)'!r}")
+    check_target(output, inputs=inputs, kind=kind)
+    if kind == "html":
         from .report.html import write_html
 
         if baseline is not None or png_dir is not None:
@@ -415,9 +432,15 @@ def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:
     click.echo(f"{total} cells, {cached} cached, {total - cached} to compute")
     click.echo("largest data sets:")
     for label, shape, where in plan.datasets[:5]:
-        size = f"{shape[0]} x {shape[1]} ({shape[0] * shape[1] * 8 / 1e6:.1f} MB)" if shape else "?"
+        size = f"{shape[0]:,} x {shape[1]:,} ({_bytes(shape[0] * shape[1] * 8)} per array)" if shape else "?"
         click.echo(f"  {label}: {size}, {where}")
     click.echo(f"would write: cubes in {plan.cubes}, report {plan.report}")
+
+
+def _bytes(n: int) -> str:
+    from .runner.store import format_size
+
+    return format_size(n)
 
 
 def _table(header, rows) -> None:

@@ -303,7 +303,9 @@ def load(path: Path) -> "xr.Dataset":
 
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"results cube {path} not found")
+        why = ("is a folder, not a .nc file" if path.is_dir() else
+               "is not a regular file" if path.exists() else "not found")
+        raise UserError(f"results cube {path} {why}")
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()

@@ -67,6 +67,7 @@ import numpy as np
 
 from .components import DataFile, Dataset
 from .errors import DataError
+from .files import check_target
 
 __all__ = [
     "ChecksumError", "DataError", "Verification", "cache_dir", "check_file_size", "compare_tables",
@@ -134,6 +135,101 @@ def max_file_bytes() -> int:
     return int(gb * 1e9)
 
 
+#: bytes read at a time from a user's file (hashing and reading)
+CHUNK = 1 << 20
+
+
+def _kind_of(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
+    """Open a user's data file for reading: the one way cmbench opens one.
+
+    The file is opened without blocking (a FIFO cannot hang the open) and
+    checked on its descriptor before a byte is read: a regular file only (a
+    device, FIFO, socket or folder is refused: its reported size means
+    nothing and reading it may never end), of at most ``limit`` bytes.
+
+    Parameters
+    ----------
+    path : the file.
+    what : who reads it, for the message (e.g. ``"data set csv (x.csv)"``).
+    limit : largest size in bytes; default `max_file_bytes`.
+
+    Returns
+    -------
+    A binary file object (close it, or use it in a ``with`` block); its
+    ``size`` attribute is not set: use ``os.fstat(f.fileno()).st_size``.
+
+    Raises
+    ------
+    DataError
+        One line naming the file and why: absent, unreadable, not a regular
+        file, or larger than the limit.
+    """
+    import stat
+
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise DataError(f"{what}: {path}: no such file") from None
+    except IsADirectoryError:
+        raise DataError(f"{what}: {path} is a folder, not a regular file") from None
+    except OSError as exc:
+        raise DataError(f"{what}: {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DataError(f"{what}: {path} is {_kind_of(st.st_mode)}, not a regular file")
+        limit = max_file_bytes() if limit is None else limit
+        if st.st_size > limit:
+            raise DataError(f"{what}: {path} is {st.st_size / 1e9:.2f} GB, above the limit of {limit / 1e9:g} GB "
+                            f"for a file read into memory; set {ENV_MAX_FILE_GB} to raise it")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> bytes:
+    """The whole content of a user's file (`open_user_file`), read in bounded chunks: a file
+    that grows past the limit while it is read is refused, not read to the end."""
+    limit = max_file_bytes() if limit is None else limit
+    with open_user_file(path, what, limit) as f:
+        parts, total = [], 0
+        while chunk := f.read(CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise DataError(f"{what}: {path} grew past the limit of {limit / 1e9:g} GB while it was read")
+            parts.append(chunk)
+    return b"".join(parts)
+
+
+def hash_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> str:
+    """Hex SHA-256 of a user's file (`open_user_file`), read in bounded chunks."""
+    limit = max_file_bytes() if limit is None else limit
+    h = hashlib.sha256()
+    total = 0
+    with open_user_file(path, what, limit) as f:
+        while chunk := f.read(CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise DataError(f"{what}: {path} grew past the limit of {limit / 1e9:g} GB while it was read")
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def check_file_size(path: Path | str, what: str) -> Path:
     """Refuse a file too large to read whole into memory, before a byte of it is read.
 
@@ -145,14 +241,11 @@ def check_file_size(path: Path | str, what: str) -> Path:
     Raises
     ------
     DataError
-        The file is larger than `max_file_bytes`; the message gives both sizes and
-        how to raise the limit.
+        The file is not a regular file (`open_user_file`) or is larger than
+        `max_file_bytes`; the message gives both sizes and how to raise the limit.
     """
     path = Path(path)
-    size, limit = path.stat().st_size, max_file_bytes()
-    if size > limit:
-        raise DataError(f"{what}: {path} is {size / 1e9:.2f} GB, above the limit of {limit / 1e9:g} GB "
-                        f"for a file read into memory; set {ENV_MAX_FILE_GB} to raise it")
+    open_user_file(path, what).close()  # a regular file within the limit, checked on its descriptor
     return path
 
 
@@ -171,11 +264,8 @@ def sha256_file(path: Path | str) -> str:
 
 
 def _hash_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    # no size limit: a data set's declared source files are checked by their digest, whatever their size
+    return hash_user_file(path, "data file", limit=1 << 62)
 
 
 def _mismatch(dataset: Dataset, path: Path, expected: str, actual: str, hint: str) -> ChecksumError:
@@ -373,7 +463,7 @@ def _staging(dest: Path) -> Path:
 
 def _install(files: Iterable[DataFile], staging: Path, dest: Path) -> None:
     for f in files:
-        target = dest / f.path
+        target = check_target(dest / f.path, root=dest)  # a declared path cannot lead out of the cache
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / "files" / f.path, target)
 
@@ -625,7 +715,8 @@ def derive_table(dataset: Dataset, out: Path | str) -> Path:
     if folder is None:
         raise DataError(f"data set {dataset.name}: source files not found; looked in {_looked(dataset)}")
     arrays = dataset.table.derive(folder)
-    return write_table(Path(out) / Path(dataset.table.path).name, arrays, table_meta(dataset))
+    target = check_target(Path(out) / Path(dataset.table.path).name, root=out, kind="zip")
+    return write_table(target, arrays, table_meta(dataset))
 
 
 @dataclass

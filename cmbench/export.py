@@ -21,7 +21,7 @@ import xarray as xr
 
 from . import cube as cubes
 from .errors import UserError
-from .files import replaced
+from .files import check_target, replaced
 from .output import writable_folder
 
 __all__ = ["to_frame", "frames", "export", "FORMATS"]
@@ -29,7 +29,7 @@ __all__ = ["to_frame", "frames", "export", "FORMATS"]
 #: file extension -> format written by `export`
 FORMATS = {".parquet": "parquet", ".csv": "csv"}
 #: leading columns, in order; the cube's variables follow
-ID_COLUMNS = ("suite", "experiment", *cubes.DIMS, "method")
+ID_COLUMNS = ("cube", "suite", "experiment", *cubes.DIMS, "method")
 
 
 def to_frame(cube: xr.Dataset | str | os.PathLike) -> pd.DataFrame:
@@ -92,16 +92,26 @@ def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
     cmbench.errors.UserError
         No cube given, or a path is not a readable cube.
     """
-    parts, suites = [], []
-    for src in sources:
+    parts, suites, names, seen = [], [], [], []
+    for i, src in enumerate(sources):
+        if not isinstance(src, xr.Dataset):
+            if any(_same_path(src, other) for other in seen):
+                raise UserError(f"{src}: the same cube is given twice; its rows would be duplicated")
+            seen.append(src)
         ds = cubes.load(Path(src)) if not isinstance(src, xr.Dataset) else src
+        _check_methods(ds, str(src) if not isinstance(src, xr.Dataset) else _name(ds, src))
         parts.append(to_frame(ds))
         suites.append(str(ds.attrs.get("suite", "")))
+        names.append(str(src) if not isinstance(src, xr.Dataset) else f"cube {i + 1}")
     if not parts:
         raise UserError("no results cube given to export")
     if len(set(suites)) > 1:
         for df, s in zip(parts, suites):
             df.insert(0, "suite", s)
+    keys = [(s, str(df["experiment"].iloc[0]) if len(df) else "") for df, s in zip(parts, suites)]
+    if len(set(keys)) < len(keys):  # two copies or two runs of one experiment: say which cube a row is from
+        for df, name in zip(parts, names):
+            df.insert(0, "cube", name)
     out = pd.concat(parts, ignore_index=True, sort=False)
     lead = [c for c in ID_COLUMNS if c in out.columns]
     return out[lead + [c for c in out.columns if c not in lead]]
@@ -128,6 +138,8 @@ def export(sources: Sequence[xr.Dataset | str | os.PathLike], out: str | os.Path
     if fmt is None:
         raise UserError(f"{out}: unknown table format {out.suffix or '(no extension)'!r}; "
                         f"use {' or '.join(FORMATS)}")
+    paths = [Path(src) for src in sources if not isinstance(src, xr.Dataset)]
+    check_target(out, inputs=paths, kind=fmt)
     df = frames(sources)
     if fmt == "parquet":
         try:
@@ -180,6 +192,23 @@ def _plain(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind == "U":
         return values.astype(object)
     return values
+
+
+def _check_methods(ds: xr.Dataset, source: str) -> None:
+    """Refuse a cube whose ``methods`` attribute is malformed, in the words the report uses."""
+    methods = cubes.attr_json(ds, "methods", {}, source) or {}
+    if not isinstance(methods, dict):
+        raise UserError(f"{source}: attribute 'methods' is not a table of label -> [recoverer, estimator]")
+    for label, pair in methods.items():
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise UserError(f"{source}: method {label!r} in attribute 'methods' is not [recoverer, estimator]")
+
+
+def _same_path(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _name(ds: xr.Dataset, src) -> str:

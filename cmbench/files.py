@@ -1,4 +1,5 @@
-"""File helpers shared by the runner and the report: atomic writes, file digests, cleaning a folder.
+"""File helpers shared by the runner and the report: the path guard, atomic writes, file digests,
+cleaning a folder.
 
 Both packages write outputs and cache entries that a killed process must not
 leave half-written, and both stamp files with their SHA-256; these helpers
@@ -9,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
+from .errors import UserError
 from .output import follow_umask
 
 
@@ -105,3 +108,143 @@ def remove_matching(folder: Path, *patterns: re.Pattern) -> int:
             os.unlink(entry.path)
             removed += 1
     return removed
+
+
+# ---------------------------------------------------------------- the path guard
+#: the file names each kind of output takes (a kind without an entry takes any name)
+SUFFIXES = {
+    "pdf": (".pdf",), "html": (".html", ".htm"), "netcdf": (".nc",), "csv": (".csv",),
+    "parquet": (".parquet",), "tex": (".tex",), "png": (".png",),
+}
+#: leading bytes -> kind (`sniff`)
+_MAGIC = (
+    (b"%PDF", "pdf"), (b"CDF\x01", "netcdf"), (b"CDF\x02", "netcdf"), (b"CDF\x05", "netcdf"),
+    (b"\x89HDF\r\n\x1a\n", "netcdf"), (b"PAR1", "parquet"), (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"PK\x03\x04", "zip"),
+)
+_SNIFF_BYTES = 1024
+
+
+def sniff(path: str | os.PathLike) -> str:
+    """The kind of an existing regular file, from its first bytes (never from its name).
+
+    Returns
+    -------
+    str
+        ``"empty"``, ``"pdf"``, ``"netcdf"`` (netCDF-3 or HDF5), ``"parquet"``,
+        ``"png"``, ``"zip"`` (a data table), ``"html"`` (``<!DOCTYPE html`` or ``<html``), ``"tex"``
+        (a table cmbench wrote), ``"csv"`` (text whose first line has a
+        comma), ``"json"``, ``"text"`` or ``"binary"``.
+    """
+    with open(path, "rb") as f:
+        head = f.read(_SNIFF_BYTES)
+    if not head:
+        return "empty"
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    if b"\0" in head:
+        return "binary"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = head[:-4].decode("utf-8", "replace") if len(head) == _SNIFF_BYTES else ""
+        if not text or "\ufffd" in text:
+            return "binary"
+    lead = text.lstrip("\ufeff \t\r\n").lower()
+    if lead.startswith(("<!doctype html", "<html")):
+        return "html"
+    if lead.startswith("% written by cmbench"):
+        return "tex"
+    if lead.startswith(("{", "[")):
+        return "json"
+    if "," in lead.split("\n", 1)[0]:
+        return "csv"
+    return "text"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = None,
+                 inputs: Iterable[str | os.PathLike] = (), kind: Optional[str] = None,
+                 action: str = "write") -> Path:
+    """Decide whether cmbench may write (or delete) ``path``: the one guard of every writer and cleaner.
+
+    Parameters
+    ----------
+    path : the file (or, for ``action="delete"`` of a folder's content, the folder) to write or delete.
+    root : the folder cmbench owns (``--out``, a cache folder); when given,
+        ``path`` must lie inside it and no folder on the way from ``root`` down
+        to ``path`` (nor ``path`` itself) may be a symbolic link, which could
+        lead outside it. ``root`` itself may be a link: the user chose it.
+    inputs : files the command reads; ``path`` may be none of them.
+    kind : the kind of file written (a key of `SUFFIXES`, ``"json"``..., or ``"folder"``):
+        ``path`` must carry one of its suffixes, and an existing file there
+        must be empty or of the same kind by its content (`sniff`), so that a
+        cube, a table or a user's file is never replaced by a report.
+    action : ``"write"`` or ``"delete"`` (said in the message).
+
+    Returns
+    -------
+    Path
+        ``path`` as a `Path`.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        One line naming ``path`` and why cmbench refuses it.
+    """
+    path = Path(path)
+    verb = "delete" if action == "delete" else "write"
+    for given in inputs:
+        if _same_file(path, Path(given)):
+            raise UserError(f"{path}: cmbench will not {verb} it: it is one of the inputs")
+    if kind is not None and kind in SUFFIXES and path.suffix.lower() not in SUFFIXES[kind]:
+        raise UserError(f"{path}: a {kind.upper() if len(kind) <= 4 else kind} file needs a name ending in "
+                        f"{' or '.join(SUFFIXES[kind])}, not {path.suffix or '(no suffix)'!r}")
+    if root is not None:
+        root = Path(root)
+        absolute = Path(os.path.abspath(path))
+        base = Path(os.path.abspath(root))
+        try:
+            rel = absolute.relative_to(base)
+        except ValueError:
+            raise UserError(f"{path}: cmbench will not {verb} it: it lies outside {root}") from None
+        if ".." in rel.parts:
+            raise UserError(f"{path}: cmbench will not {verb} it: it lies outside {root}")
+        step = base
+        for part in rel.parts:
+            step = step / part
+            try:
+                mode = os.lstat(step).st_mode
+            except FileNotFoundError:
+                break
+            except OSError:
+                break  # unreadable on the way: the write itself says why
+            if stat.S_ISLNK(mode):
+                raise UserError(f"{path}: cmbench will not {verb} it: {step} is a symbolic link "
+                                f"inside {root}, which could lead outside it; remove the link")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return path
+    except OSError:
+        return path  # the write itself reports an unreadable path, naming it
+    if kind == "folder" or stat.S_ISDIR(st.st_mode):
+        if stat.S_ISDIR(st.st_mode) and (kind == "folder" or action == "delete"):
+            return path
+        raise UserError(f"{path}: cmbench will not {verb} it: it is "
+                        + ("not a folder" if kind == "folder" else "a folder"))
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path}: cmbench will not {verb} it: it is not a regular file")
+    if kind is not None:
+        found = sniff(path)
+        if found not in ("empty", kind):
+            raise UserError(f"{path}: cmbench will not {verb} it: it holds a file of another kind "
+                            f"({found}, not {kind}); remove it or choose another name")
+    return path

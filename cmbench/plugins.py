@@ -393,6 +393,99 @@ class _ShippedSource(importlib.abc.Loader):
         return importlib.util.decode_source(self.source)
 
 
+def child_context():
+    """The multiprocessing context of cmbench's guard processes: ``forkserver`` where the
+    platform has it (no copy of this process's threads and locks), else ``spawn``."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["cmbench.plugins"])  # ignored once the server runs
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+#: import a plugin file in a child process first (`preflight`); off in the guard processes themselves
+PREFLIGHT = True
+#: seconds a plugin file may take to import in `preflight`
+PREFLIGHT_TIMEOUT = 120.0
+_PREFLIGHT_PASSED: set = set()  # digests of plugin sources that imported without ending their process
+
+
+def plugin_file_problem(path: Path) -> str:
+    """Why ``path`` cannot be a plugin file ('' when it can): absent, a folder, not a regular
+    file, not named .py, or not text."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder, not a .py file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if path.suffix != ".py":
+        return "is not a Python file (its name must end in .py)"
+    return ""
+
+
+def _text_problem(path: Path, raw: bytes) -> str:
+    if b"\0" in raw:
+        return "is not a text file (it holds NUL bytes)"
+    try:
+        importlib.util.decode_source(raw)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        return "is not a text file in its declared encoding (UTF-8 by default)"
+    return ""
+
+
+def preflight(path: Path, raw: bytes) -> None:
+    """Import the plugin file ``path`` and call its registration hooks in a child process
+    first: one that ends its process meanwhile (``os._exit``, a signal) is a `PluginError`
+    naming it, instead of ending cmbench silently. Once per source per process.
+    """
+    digest = hashlib.sha256(raw).hexdigest()
+    if not PREFLIGHT or digest in _PREFLIGHT_PASSED:
+        return
+    ctx = child_context()
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_preflight_child, args=(send, str(path)), daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(PREFLIGHT_TIMEOUT):
+            raise PluginError(f"plugin file {path} did not finish importing within {PREFLIGHT_TIMEOUT:g} s")
+        try:
+            receive.recv()
+        except EOFError:
+            child.join()
+            code = child.exitcode
+            how = (f"killed by signal {-code}" if code is not None and code < 0
+                   else f"exit code {code}")
+            raise PluginError(f"plugin file {path} ended the process while being imported or registered "
+                              f"({how}); a plugin may not exit at import") from None
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+    _PREFLIGHT_PASSED.add(digest)
+
+
+def _preflight_child(conn, path: str) -> None:
+    global PREFLIGHT
+    PREFLIGHT = False
+    try:
+        _Loader().add(_import_file(Path(path)), Source(path))  # imported, then its hooks called
+    except BaseException:  # an ordinary error is reported by the real import, with its line
+        pass
+    conn.send("imported")
+
+
 def _import_file(path: Path, source: bytes | None = None) -> ModuleType:
     """Import a plugin file from disk, or from ``source`` (its text, shipped with a job)."""
     key = hashlib.sha1(str(path).encode()).hexdigest()[:8]
@@ -410,7 +503,12 @@ def _import_file(path: Path, source: bytes | None = None) -> ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         del sys.modules[modname]
-        raise PluginError(f"plugin file {exc.filename}:{exc.lineno}: syntax error: {exc.msg}") from None
+        where = f"{exc.filename or path}:{exc.lineno}" if exc.lineno else str(exc.filename or path)
+        raise PluginError(f"plugin file {where}: syntax error: {exc.msg}") from None
+    except SystemExit as exc:
+        del sys.modules[modname]
+        raise PluginError(f"plugin file {path} called sys.exit({exc.code!r}) while being imported; "
+                          "a plugin may not exit at import") from None
     except Exception as exc:
         del sys.modules[modname]
         raise PluginError(f"plugin file {path} failed to import: {describe_error(exc, path)}") from None
@@ -479,9 +577,18 @@ def resolve_plugin(spec: str, base: Path | None = None,
                 if key in files:
                     return _import_file(Path(key), files[key]), Source(key)
         path = path.resolve()
-        if not path.is_file():
-            raise PluginError(f"plugin file {path} does not exist")
+        problem = plugin_file_problem(path)
+        if not problem:
+            raw = path.read_bytes()
+            problem = _text_problem(path, raw)
+        if problem:
+            raise PluginError(f"plugin file {path} {problem}")
+        preflight(path, raw)
         return _import_file(path), Source(str(path))
+    if Path(spec).is_file() or not all(part.isidentifier() for part in spec.split(".")):
+        if Path(spec).exists():
+            raise PluginError(f"plugin file {Path(spec).resolve()} {plugin_file_problem(Path(spec)) or 'is not a .py file'}")
+        raise PluginError(f"plugin {spec!r} is neither a .py file nor a module name")
     try:
         module = importlib.import_module(spec)
     except ModuleNotFoundError as exc:
@@ -490,6 +597,9 @@ def resolve_plugin(spec: str, base: Path | None = None,
         raise PluginError(f"plugin module {spec} failed to import: {describe_error(exc)}") from None
     except SyntaxError as exc:
         raise PluginError(f"plugin module {spec}: {exc.filename}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except SystemExit as exc:
+        raise PluginError(f"plugin module {spec} called sys.exit({exc.code!r}) while being imported; "
+                          "a plugin may not exit at import") from None
     except Exception as exc:
         raise PluginError(f"plugin module {spec} failed to import: {describe_error(exc)}") from None
     return module, Source(spec, str(getattr(module, "__version__", "")))

@@ -19,10 +19,12 @@ from typing import Any, Mapping, Optional, Sequence
 import tomllib
 
 from .components import Component
-from .errors import PluginError, SuiteError
+from .errors import PluginError, SuiteError, UserError
 from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
-                      is_file_spec, load_plugins)
+                      is_file_spec, load_plugins, plugin_file_problem)
 
+#: the largest suite seed: the cube stores it as a netCDF attribute of type int64
+MAX_SEED = 2 ** 63 - 1
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
               "theory_figures": list, "cache_size": (str, int)}
 REQUIRED_SUITE_KEYS = ("name", "experiment")
@@ -254,8 +256,8 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
     plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) and str(p) not in shipped else str(p)
                     for p in plugins)
     for p in plugins:  # the command line's, not the suite file's: said before the suite's name is put on errors
-        if is_file_spec(p) and p not in shipped and not Path(p).is_file():
-            raise PluginError(f"plugin file {p} does not exist (given with --plugin)")
+        if is_file_spec(p) and p not in shipped and plugin_file_problem(Path(p)):
+            raise PluginError(f"plugin file {p} {plugin_file_problem(Path(p))} (given with --plugin)")
     doc = _parse_toml(path, raw)
     ctx = _Ctx(path, files=shipped)
     _check_keys(ctx, doc, SUITE_KEYS, REQUIRED_SUITE_KEYS, "the suite")
@@ -282,8 +284,9 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
                    [n.casefold() for n in names])
     check_size(path, parsed, limits)
     seed = doc.get("seed", 0)
-    if seed < 0:
-        raise SuiteError(f"{path}: key 'seed': must be a non-negative integer, got {seed}")
+    if not 0 <= seed <= MAX_SEED:
+        raise SuiteError(f"{path}: key 'seed': must be an integer from 0 to {MAX_SEED} "
+                         f"(2**63 - 1, the largest the cube's netCDF attribute holds), got {seed}")
     return Suite(
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
         hash=hashlib.sha256(raw).hexdigest(), plugins=tuple(str(p) for p in plugins), experiments=tuple(parsed),
@@ -552,8 +555,11 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
     except (TypeError, ValueError) as exc:
         raise ctx.error(f"parameters must be plain TOML values ({exc})") from None
     source = registry.source(kind, name)
-    return Entry(label=label, decl=decl, params=params, source=str(source),
-                 fingerprint=_fingerprint(source.plugin, source.version, params.get("path"), ctx.files))
+    try:
+        fingerprint = _fingerprint(source.plugin, source.version, params.get("path"), ctx.files)
+    except UserError as exc:  # a data file that is a device, FIFO or folder
+        raise ctx.error(f"{SINGULAR[kind]} {label!r}: {exc}") from None
+    return Entry(label=label, decl=decl, params=params, source=str(source), fingerprint=fingerprint)
 
 
 def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, bytes] | None = None) -> str:
@@ -574,10 +580,15 @@ def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, 
 
 @functools.lru_cache(maxsize=256)
 def _digest_cached(path: str, size: int, mtime: int) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    from .data import hash_user_file
+
+    # hashed in chunks, so no size limit here: the loader that reads the file whole applies it
+    return hash_user_file(path, "file", limit=1 << 62)[:16]
 
 
 def _file_digest(path: str) -> str:
+    """The digest of a plugin or data file (`cmbench.data.hash_user_file`: a regular file within
+    the size limit, read in chunks; a device, FIFO or folder is a `DataError` naming it)."""
     try:
         st = os.stat(path)
     except OSError:

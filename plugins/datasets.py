@@ -583,14 +583,13 @@ def load_csv(*, instance, rng, path: Optional[str] = None, columns: Optional[Seq
         raise DataError('data set csv: give the file, e.g. {name = "csv", path = "data.csv"}')
     path = Path(path)
     name = f"csv ({path})"
-    if not path.is_file():
-        raise DataError(f"data set {name}: no such file")
-    cmdata.check_file_size(path, f"data set {name}")
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        # a regular file within the size limit, checked on its descriptor (never a device or FIFO)
+        with cmdata.open_user_file(path, f"data set {name}") as fh, \
+                warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", pd.errors.ParserWarning)
             # index_col=False: a header shorter than its rows never turns the first column into an index
-            frame = pd.read_csv(path, sep=sep, na_values=list(na_values) or None, index_col=False)
+            frame = pd.read_csv(fh, sep=sep, na_values=list(na_values) or None, index_col=False)
     except pd.errors.EmptyDataError:
         raise DataError(f"data set {name}: the file is empty") from None
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:

@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..files import check_target
 from .load import METRIC_TEXT, Cube, load_cube, summarize
 from .tables import ranking
 
@@ -147,6 +148,8 @@ def _write(table: pd.DataFrame, marked: dict, stem: Path, caption: str, *, label
         tex_cells[col] = [(rf"\textbf{{{_tex(v)}}}" if b else _tex(v)) + (r"$^\dagger$" if m else "")
                           for v, m, b in zip(table[col], mark, best)]
     csv_path, tex_path = stem.with_suffix(".csv"), stem.with_suffix(".tex")
+    check_target(csv_path, kind="csv")  # never over a file of another kind (a cube, a report)
+    check_target(tex_path, kind="tex")
     csv.to_csv(csv_path, index=False)
     numeric = [c in marked or c == "cells" for c in table.columns]
     lines = [r"% written by cmbench; needs \usepackage{booktabs}",

@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .. import selection
-from ..suite import load_suite
+from ..options import check_timeout
+from ..suite import _data_size as data_size, load_suite
 from .stages import info_key, lookup, unit_keys
 from .store import Store
 
@@ -48,6 +49,7 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
     """
     from . import plan as plan_units
 
+    check_timeout(timeout)
     full = load_suite(name_or_path, plugins)
     suite = selection.slice_suite(full, experiments, select)
     sliced = selection.is_slice(full, suite)
@@ -83,8 +85,11 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
             if entry.label in seen:
                 continue
             info = store.info(info_key(suite.seed, entry, exp.instances[0]))
+            planned = data_size(entry)  # what the suite's parameters say (N, blocks), as the size check reads it
             if info and info.get("shape"):
                 seen[entry.label] = (tuple(info["shape"]), "as last loaded")
+            elif planned and tuple(planned) != tuple(entry.decl.shape or ()):
+                seen[entry.label] = (tuple(planned), "from its parameters")
             elif entry.decl.shape:
                 seen[entry.label] = (tuple(entry.decl.shape), "nominal")
             else:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..cube import FAILURES, STATUSES
-from ..files import PAGE_FILE, PAGES, TEMP_FILE, atomic_write, remove_matching
+from ..files import PAGE_FILE, PAGES, TEMP_FILE, atomic_write, check_target, remove_matching
 from ..version import __version__
 from ..errors import UserError
 from .matrices import MatrixRef, matrix_digest
@@ -210,6 +210,7 @@ class Store:
         """Create the cache folders and the marker that says cmbench owns them (once per run)."""
         if self._ready:
             return
+        self.check_folders()
         marker = self.cache / MARKER
         if not marker.exists():
             self.cache.mkdir(parents=True, exist_ok=True)
@@ -217,6 +218,13 @@ class Store:
         for kind in KINDS:
             (self.cache / kind).mkdir(exist_ok=True)
         self._ready = True
+
+    def check_folders(self, action: str = "write") -> None:
+        """Refuse a cache whose folders (``units``, ``matrices``, ``info``, ``pages``, the marker) are
+        symbolic links: they could lead outside the output folder (`cmbench.files.check_target`)."""
+        for name in (*KINDS, PAGES):
+            check_target(self.cache / name, root=self.cache, kind="folder", action=action)
+        check_target(self.cache / MARKER, root=self.cache, action=action)
 
     def _write(self, kind: str, key: str, data: bytes) -> None:
         self._prepare()
@@ -431,6 +439,7 @@ class Store:
         """Delete what cmbench wrote here (in a folder carrying its marker); return the files deleted."""
         if not (self.cache / MARKER).is_file():
             return 0
+        self.check_folders("delete")
         removed = 0
         for kind in KINDS:
             removed += remove_matching(self.cache / kind, _NAME, _TEMP)
@@ -462,6 +471,12 @@ class Store:
             raise UserError(f"another cmbench run is writing {self.root}; wait for it to finish "
                             "or choose another --out") from None
         self._lock = lock
+        try:
+            if self.cache.is_dir():
+                self.check_folders()
+        except BaseException:
+            self.unlock()
+            raise
 
     def unlock(self) -> None:
         if self._lock is not None:

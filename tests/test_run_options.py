@@ -1,0 +1,69 @@
+"""A run's options, checked once for a real run and ``--dry-run`` (issue 31, items 6, 9 and 11).
+
+``--workers auto`` (the default of ``cmbench suite``) is the number of usable
+cores and more than four workers per usable core is refused; ``--dry-run``
+refuses every option a real run refuses and shows a data set's true size; a
+seed the cube cannot store is refused at load, naming the key.
+"""
+from __future__ import annotations
+
+import pytest
+
+from cmbench.errors import UserError
+from cmbench.options import MAX_WORKERS_PER_CORE, parse_workers, usable_cores
+from conftest import assert_user_error, cli, good_suite
+
+
+def test_workers_auto_is_the_usable_cores_and_the_default(monkeypatch):
+    assert parse_workers("auto") == usable_cores() >= 1
+    assert parse_workers(None) == usable_cores()
+    monkeypatch.setattr("cmbench.options.usable_cores", lambda: 2)
+    assert parse_workers("auto") == 2 and parse_workers(8) == 8
+    with pytest.raises(UserError, match="more than 4 per usable core"):
+        parse_workers(9)
+
+
+@pytest.mark.parametrize("option", [("--workers", "0"), ("--workers", "-3"), ("--workers", "many"),
+                                    ("--timeout", "-1"), ("--timeout", "nan"), ("--timeout", "0"),
+                                    ("--cache-size", "lots"), ("--workers", "3", "--pdb")])
+@pytest.mark.parametrize("dry", [True, False])
+def test_dry_run_refuses_what_a_real_run_refuses(tmp_path, option, dry):
+    out = tmp_path / "out"
+    proc = cli("suite", good_suite(tmp_path), "--out", out, "--no-report", *option,
+               *(["--dry-run"] if dry else []))
+    needle = {"--cache-size": "cache size 'lots'"}.get(option[0], option[0] if option[-1] != "--pdb" else "--pdb")
+    assert_user_error(proc.returncode, proc.stderr, needle)
+    assert not (out / "r").exists()
+
+
+def test_more_workers_than_four_per_usable_core_is_one_line(tmp_path):
+    many = MAX_WORKERS_PER_CORE * usable_cores() + 1
+    for dry in ([], ["--dry-run"]):
+        proc = cli("suite", good_suite(tmp_path), "--out", tmp_path / "out", "--workers", many, *dry)
+        assert_user_error(proc.returncode, proc.stderr, f"--workers {many}", "per usable core")
+
+
+def test_dry_run_shows_the_size_a_data_set_parameter_gives(tmp_path):
+    suite = good_suite(tmp_path, "N = 60", "N = 30000000")
+    proc = cli("suite", suite, "--out", tmp_path / "out", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "30,000,000 x 16 (3.8 GB per array), from its parameters" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("seed", ["99999999999999999999", "9223372036854775808"])
+def test_a_seed_the_cube_cannot_store_is_refused_at_load_naming_the_key(tmp_path, seed):
+    suite = good_suite(tmp_path, "seed = 3", f"seed = {seed}")
+    for dry in (["--dry-run"], []):
+        proc = cli("suite", suite, "--out", tmp_path / "out", "--no-report", *dry)
+        assert_user_error(proc.returncode, proc.stderr, "'seed'", str(suite))
+    assert not (tmp_path / "out" / "r").exists()
+
+
+def test_the_largest_seed_the_cube_stores_runs(tmp_path):
+    import xarray as xr
+
+    suite = good_suite(tmp_path, "seed = 3", f"seed = {2 ** 63 - 1}")
+    proc = cli("suite", suite, "--out", tmp_path / "out", "--no-report", "--workers", "1")
+    assert proc.returncode == 0, proc.stderr
+    with xr.open_dataset(tmp_path / "out" / "r" / "e.nc") as ds:
+        assert int(ds.attrs["seed"]) == 2 ** 63 - 1
