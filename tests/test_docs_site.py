@@ -168,3 +168,12 @@ def test_the_tutorial_notebook_is_stored_without_outputs():
     for cell in notebook.cells:
         if cell.cell_type == "code":
             assert not cell.outputs and cell.execution_count is None, cell.source[:60]
+
+
+def test_the_benchmarks_readme_is_short_and_says_how_to_run_every_script():
+    """issue 32: at most 200 lines (the dated logs live in git history), every script with its command."""
+    text = (ROOT / "benchmarks" / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    for script in (ROOT / "benchmarks").glob("*.py"):
+        if script.name != "baselines.py":  # the baselines the scripts import
+            assert f"python benchmarks/{script.name}" in text, f"benchmarks/README.md: how to run {script.name}"
