@@ -99,6 +99,9 @@ def test_the_readme_renders_on_an_index_every_image_by_an_absolute_url_to_a_trac
     for url in images:
         assert url.startswith(raw), f"README image {url!r} is not an absolute link into {raw}"
         assert (ROOT / url.removeprefix(raw)).is_file(), f"README image {url!r}: no such file in the repository"
+    links = re.findall(r"(?<!!)\[[^\]]*\]\(([^)\s]+)", description)
+    relative = [u for u in links if not re.match(r"(https?:|mailto:|#)", u)]
+    assert not relative, f"README links that break on a package index (relative): {relative}"
 
 
 def test_the_citation_file_cites_cmbench_and_the_paper_it_reproduces():
