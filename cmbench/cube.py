@@ -300,7 +300,7 @@ def params_of(ds: "xr.Dataset") -> dict[str, list[str]]:
         for dim in PARAM_DIMS:
             if name.startswith(dim + "_") and ds[name].dims == (dim,):
                 out.setdefault(dim, []).append(name[len(dim) + 1:])
-    return out
+    return {dim: out[dim] for dim in PARAM_DIMS if dim in out}  # in the cube's dim order
 
 
 def environment() -> dict:

@@ -188,6 +188,8 @@ def ship(obj: object) -> ShippedPlugin:
         raise TypeError("a plugin path or module name is not shipped by value")
     import cloudpickle
 
+    from types import SimpleNamespace
+
     target = obj
     if isinstance(obj, ModuleType):
         # a module is pickled by reference (a worker's ``__main__`` is not the notebook's): its
@@ -195,15 +197,13 @@ def ship(obj: object) -> ShippedPlugin:
         base = obj.__name__
         by_value = (obj.__name__ != "__main__" and obj.__name__ in sys.modules
                     and obj.__name__ not in cloudpickle.list_registry_pickle_by_value())
-        from types import SimpleNamespace
-
         target = SimpleNamespace(**{n: getattr(obj, n) for n in dir(obj)
                                     if inspect.isroutine(getattr(obj, n, None))
                                     and hasattr(getattr(obj, n), "cmbench_impl")})
     else:
         cls = type(obj)
-        base = cls.__qualname__ if cls.__module__ in ("builtins", "types") else f"{cls.__module__}.{cls.__qualname__}"
-        base = "namespace" if cls.__qualname__ == "SimpleNamespace" else base
+        base = cls.__name__ if cls.__module__ in ("builtins", "types") else f"{cls.__module__}.{cls.__name__}"
+        base = "namespace" if cls is SimpleNamespace else base
         by_value = False
     try:
         if by_value:
