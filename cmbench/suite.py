@@ -354,9 +354,9 @@ def is_toml_text(text: str) -> bool:
     """Whether a string given as a suite is its TOML text rather than a name or path.
 
     Names and paths hold no line break; a one-line suite is TOML when it has
-    an ``=`` and names no existing file.
+    an ``=`` and is neither a ``.toml`` path nor an existing file.
     """
-    return "\n" in text or ("=" in text and not Path(text).exists())
+    return "\n" in text or ("=" in text and not is_file_spec(text, ".toml") and not Path(text).exists())
 
 
 def _suite_source(given: Any, shipped: Mapping[str, bytes]) -> tuple[Path, bytes]:
@@ -376,9 +376,14 @@ def _suite_source(given: Any, shipped: Mapping[str, bytes]) -> tuple[Path, bytes
 
 def _plugin_spec(p: Any, shipped: Mapping[str, bytes]) -> Any:
     """A plugin as a suite keeps it: a file as its absolute path, a module name as it is,
-    an object as a `cmbench.plugins.ShippedPlugin`."""
+    an object (and ``"__main__"``, the notebook's or script's own module) as a
+    `cmbench.plugins.ShippedPlugin`."""
+    import sys
+
     from .plugins import ship
 
+    if isinstance(p, str) and p == "__main__" and "__main__" in sys.modules:
+        p = sys.modules["__main__"]  # a worker's own __main__ is not this one (a notebook's): by value
     if isinstance(p, (str, os.PathLike)):
         return str(Path(p).resolve()) if is_file_spec(p) and str(p) not in shipped else str(p)
     try:

@@ -51,18 +51,22 @@ def test_a_dict_suite_with_a_grid_over_N_and_an_object_plugin_runs_with_two_work
     assert not (tmp_path / "out" / "api.pdf").exists()  # report=False is the API's default
 
 
-def test_a_notebook_main_module_estimator_is_shipped_by_value_to_spawned_workers(tmp_path):
+@pytest.mark.parametrize("given", ["[plugin]", '["__main__"]'])
+def test_a_notebook_main_module_estimator_is_shipped_by_value_to_spawned_workers(tmp_path, given):
     """As in a Jupyter kernel: the estimator lives in ``__main__`` only, and the workers are
     fresh processes whose own ``__main__`` does not have it."""
     code = textwrap.dedent(f"""
         import types, numpy as np, cmbench
         def halved(X, *, rng):
             return 0.5 * np.nanmean(X, axis=0)
-        plugin = types.SimpleNamespace(register_estimators=lambda: [cmbench.Estimator("halved", halved)])
+        @cmbench.hookimpl
+        def register_estimators():
+            return [cmbench.Estimator("halved", halved)]
+        plugin = types.SimpleNamespace(register_estimators=register_estimators)
         suite = {{"name": "nb", "experiment": [{{"name": "e", "datasets": [{{"name": "synthetic-gaussian", "N": 60}}],
                   "adversaries": ["hide-smallest"], "budgets": [0.1, 0.2], "recoverers": ["none"],
                   "estimators": ["mean"]}}]}}
-        ds = cmbench.run_suite(suite, out={str(tmp_path / 'out')!r}, workers=2, plugins=[plugin])["e"]
+        ds = cmbench.run_suite(suite, out={str(tmp_path / 'out')!r}, workers=2, plugins={given})["e"]
         print(sorted(set(ds["status"].values.ravel().tolist())), ds["estimator"].values.tolist())
     """)
     env = dict(os.environ, CMBENCH_WORKER_START="spawn")
