@@ -306,10 +306,12 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
     todo.sort(key=lambda job: -_cost(job, datasets))
     stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
     stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
+    import importlib.util
+
     notebook = in_notebook()
-    if notebook:  # a widget (tqdm.auto falls back to text, with a warning, without ipywidgets)
+    if notebook and importlib.util.find_spec("ipywidgets") is not None:  # a widget
         from tqdm.auto import tqdm
-    else:
+    else:  # text (in a notebook without ipywidgets, as tqdm.auto would fall back to, without its warning)
         from tqdm import tqdm
 
     shown = (sys.stderr.isatty() or notebook) if progress is None else progress
