@@ -442,7 +442,7 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
 
 
 def suite_text(suite: Suite) -> str:
-    """The suite file's full text as run (checked against its hash); empty if it changed since."""
+    """The suite's full text as run (as loaded; else its file, checked against its hash: empty if it changed)."""
     import hashlib
 
     try:  # as loaded (a suite given as a dict or TOML text has no file)
