@@ -577,7 +577,8 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
         if isinstance(spec, (str, os.PathLike)):
             module, source = resolve_plugin(spec, base, files)
             loader.add(module, source)
-        elif any(spec is p or (isinstance(spec, ShippedPlugin) and spec.obj is p) for p in loader.pm.get_plugins()):
+        elif any(spec is p or (isinstance(spec, ShippedPlugin) and spec.obj is p)
+                 for _, p in loader.pm.list_name_plugin()):  # (not get_plugins: a set, and objects may not hash)
             continue  # a built-in or entry-point module given again as an object
         else:
             shipped = ship(spec)

@@ -187,3 +187,12 @@ def test_progress_is_on_by_default_in_a_notebook(monkeypatch):
     assert not cmbench.runner.in_notebook()
     monkeypatch.setitem(sys.modules, "ipykernel.zmqshell", types.ModuleType("ipykernel.zmqshell"))
     assert cmbench.runner.in_notebook()
+
+
+def test_several_plugin_objects_load_and_one_given_twice_counts_once():
+    first = types.SimpleNamespace(register_estimators=lambda: [cmbench.Estimator("first", shrunk_mean)])
+    second = types.SimpleNamespace(register_estimators=lambda: [cmbench.Estimator("second", shrunk_mean)])
+    registry = cmbench.load_plugins([first, second, first, ShrinkPlugin()])  # namespaces do not hash
+    assert {"first", "second", "shrunk-mean"} <= set(registry.estimators)
+    names = [s.plugin for s in registry.plugins if s.digest]
+    assert len(names) == 3 and names[0].startswith("<namespace ") and "<test_api.ShrinkPlugin " in names[2]
