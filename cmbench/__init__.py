@@ -30,11 +30,12 @@ if TYPE_CHECKING:
     import xarray
 
     from .bundle import WorkerSetupError
+    from .plugins import Registry
     from .runner import Interrupted, Progress, StoppedAtFailure
     from .suite import Suite, load_suite
 
 
-def load_plugins(extra=()):
+def load_plugins(extra: Sequence[Any] = ()) -> "Registry":
     """Load every plugin: the built-ins, installed entry points, then ``extra``.
 
     The same registry ``cmbench plugins`` lists and a suite runs with, for
@@ -65,7 +66,7 @@ def load_plugins(extra=()):
     return _load(extra)
 
 
-def to_frame(cube) -> "pandas.DataFrame":  # noqa: F821
+def to_frame(cube: Any) -> "pandas.DataFrame":
     """Results cubes as a tidy DataFrame, one row per cell.
 
     Parameters
