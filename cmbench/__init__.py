@@ -1,6 +1,9 @@
 """cmbench: benchmark robust mean estimation under coordinate-level corruption."""
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
 from .version import __version__
 from .components import (  # noqa: E402
     Adversary,
@@ -15,12 +18,24 @@ from .components import (  # noqa: E402
     ShippedTable,
     Undefined,
 )
-from .errors import DataError  # noqa: E402 (a data set's loader raises it: one line, exit 2)
+from .errors import DataError, PluginError, SuiteError, UserError  # noqa: E402 (one line each, exit 2)
 from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .nanstats import nanquantile  # noqa: E402 (column quantiles with hidden entries, for estimators)
+# ``cmbench.claims(cube)``: the claims' verdicts as a DataFrame. The submodule of that name is
+# callable (`cmbench.claims.verdicts_frame`), so the name means the same whichever import came first.
+from . import claims  # noqa: E402
+
+if TYPE_CHECKING:
+    import pandas
+    import xarray
+
+    from .bundle import WorkerSetupError
+    from .plugins import Registry
+    from .runner import Interrupted, Progress, StoppedAtFailure
+    from .suite import Suite, load_suite
 
 
-def load_plugins(extra=()):
+def load_plugins(extra: Sequence[Any] = ()) -> "Registry":
     """Load every plugin: the built-ins, installed entry points, then ``extra``.
 
     The same registry ``cmbench plugins`` lists and a suite runs with, for
@@ -28,9 +43,10 @@ def load_plugins(extra=()):
 
     Parameters
     ----------
-    extra : sequence of str or module, default ()
+    extra : sequence, default ()
         Plugin files (``.py`` paths) or importable module names, as for
-        ``--plugin``, or module objects.
+        ``--plugin``, module objects, or objects with hook implementations
+        (see `run_suite`'s ``plugins``).
 
     Returns
     -------
@@ -41,76 +57,165 @@ def load_plugins(extra=()):
 
     Raises
     ------
-    cmbench.errors.PluginError
-        A plugin cannot be imported or breaks the contract (the message names it).
+    cmbench.PluginError
+        A plugin cannot be imported, breaks the contract or implements an
+        unknown hook (the message names it).
     """
     from .plugins import load_plugins as _load
 
     return _load(extra)
 
 
-def to_frame(cube):
-    """A results cube as a tidy DataFrame, one row per cell.
+def to_frame(cube: Any) -> "pandas.DataFrame":
+    """Results cubes as a tidy DataFrame, one row per cell.
 
     Parameters
     ----------
-    cube : xarray.Dataset or path-like
-        A cube, or the netCDF file `run_suite` wrote it to.
+    cube : xarray.Dataset, path-like, dict or list
+        A cube; the netCDF file `run_suite` wrote it to; a suite's output
+        folder (``<out>/<suite>``); the dict `run_suite` returns; or a list of
+        these (one table, `cmbench.export.frames`).
 
     Returns
     -------
     pandas.DataFrame
-        One row per cell, one column per dimension and variable (see
-        `cmbench.export.to_frame`).
+        One row per cell: ``experiment``, the six coordinates, ``method``
+        (the suite's label, else ``recoverer+estimator``), one ``p_<dim>_<param>``
+        column per component parameter the suite set or varied (``p_dataset_N``),
+        then the cube's variables (see `cmbench.export.to_frame`).
+
+    Raises
+    ------
+    cmbench.UserError
+        A path that is not a readable cube, a folder without one.
     """
     from .export import to_frame as _to_frame
 
     return _to_frame(cube)
 
 
-def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=True, **options):
+def run_suite(
+    suite: "str | os.PathLike | Mapping[str, Any] | Suite",
+    out: "str | os.PathLike" = "reports",
+    *,
+    workers: int = 1,
+    scheduler: Optional[str] = None,
+    plugins: Sequence[Any] = (),
+    report: bool = False,
+    resume: bool = True,
+    timeout: Optional[float] = None,
+    progress: Optional[bool] = None,
+    cache_size: "int | str | None" = None,
+    experiments: Sequence[str] = (),
+    select: Sequence[str] = (),
+    fail_fast: bool = False,
+    post_mortem: bool = False,
+    stats: "Progress | None" = None,
+) -> "dict[str, xarray.Dataset]":  # noqa: F821
     """Run a suite, as ``cmbench suite`` does, and return its results cubes.
 
     Parameters
     ----------
-    name_or_path : str or path-like
-        A shipped suite's name (``"paper"``) or a suite file.
+    suite : str, path-like, dict or Suite
+        A shipped suite's name (``"paper"``), a suite file, a suite's TOML text,
+        a dict of the suite file's keys (``{"name": ..., "experiment": [{...}]}``),
+        or a `Suite` (`load_suite`). Relative paths in a dict or text resolve
+        against the working directory.
     out : str or path-like, default "reports"
-        Output folder: cubes go to ``<out>/<suite>/<experiment>.nc``.
+        Output folder: cubes go to ``<out>/<suite>/<experiment>.nc``, the stage
+        cache to ``<out>/<suite>/.cache``.
     workers : int, default 1
-        Local worker processes; as many draw the report's pages.
+        Local worker processes (they also draw the report's pages).
     scheduler : str or None
         A Dask scheduler address, or ``"local"``, instead of local processes.
-    report : bool, default True
-        Then draw the suite's PDF and HTML reports next to the cubes
-        (`cmbench.report.write_suite_reports`).
-    **options
-        The other options of `cmbench.runner.run_suite` (resume, timeout, ...).
+    plugins : sequence, default ()
+        Plugins on top of the suite's (as ``--plugin``): ``.py`` paths, module
+        names, module objects, or objects with hook implementations (a class
+        instance, a ``types.SimpleNamespace(register_estimators=...)``: a method
+        named like a hook implements it even without ``@cmbench.hookimpl``).
+        Objects are shipped to workers by value (cloudpickle), so an estimator
+        defined in a notebook cell runs with workers too. Their estimators and
+        recoverers join every experiment, as with ``--plugin``.
+    report : bool, default False
+        Also draw the suite's PDF and HTML reports next to the cubes (the CLI
+        draws them by default; here it is a few seconds more and a 5 MB file).
+    resume : bool, default True
+        Reuse cached stages; False clears the suite's cache first.
+    timeout : float or None
+        Stop a plugin call after this many seconds (a ``timeout`` cell).
+    progress : bool or None
+        A progress bar; None: when stderr is a terminal or in a Jupyter
+        kernel (there a widget, `tqdm.auto`).
+    cache_size : int, str or None
+        Cap of the stage cache (``"500MB"``); default the suite's, else 2 GB.
+    experiments : sequence of str
+        Run only these experiments (a slice: its cubes go to ``<out>/<suite>/slice/``).
+    select : sequence of str
+        ``-k`` patterns selecting cells by label (a slice too; `cmbench.selection`).
+    fail_fast : bool, default False
+        Stop at the first failed cell (`StoppedAtFailure`, no cube written).
+    post_mortem : bool, default False
+        Open the debugger where a plugin raises (in this process: not with workers).
+    stats : cmbench.runner.Progress or None
+        Filled with the run's counts (units cached, computed, failed) and outputs.
 
     Returns
     -------
     dict of str to xarray.Dataset
-        The cube of each experiment, by experiment name.
+        The cube of each experiment, by experiment name (`to_frame` takes it).
 
     Raises
     ------
-    cmbench.errors.UserError
-        A suite file, plugin, data file or option is wrong (the message says which).
+    SuiteError
+        The suite is invalid (the message names the file, or ``<dict>``, and the key).
+    PluginError
+        A plugin cannot be loaded, breaks the contract or implements an unknown hook.
+    DataError
+        A data file is missing, malformed or fails its checksum.
+    WorkerSetupError
+        A worker cannot rebuild the suite (a plugin or data file it lacks).
+    UserError
+        Any other mistake of the user's (an option, a path); the base of the above.
+    StoppedAtFailure
+        ``fail_fast`` and a cell failed.
+    Interrupted
+        Ctrl-C during the sweep (finished units are kept).
     """
-    from .runner import Progress, run_suite as _run
+    from .runner import Progress as _Progress, run_suite as _run
 
-    stats = options.pop("stats", None) or Progress()
+    stats = stats if stats is not None else _Progress()
+    options = {}
     if report:
         from .report.helpers import preload
         from .report.outputs import report_step
 
-        options.setdefault("while_computing", preload)  # the report step's imports, while units compute
-        options["then"] = report_step(workers, scheduler)  # before the run lets go of the output folder
-    return _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
+        options.update(while_computing=preload,  # the report step's imports, while units compute
+                       then=report_step(workers, scheduler))  # before the run lets go of the output folder
+    return _run(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins, timeout=timeout,
+                resume=resume, progress=progress, stats=stats, cache_size=cache_size,
+                experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,
+                **options)
+
+
+#: names that load their module on first use (the runner and the suite reader import xarray's
+#: neighbours; a plugin that imports cmbench needs none of them)
+_LAZY = {"Suite": ".suite", "load_suite": ".suite", "Interrupted": ".runner", "StoppedAtFailure": ".runner",
+         "Progress": ".runner", "WorkerSetupError": ".bundle"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cmbench' has no attribute {name!r}")
 
 
 __all__ = [
-    "Adversary", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Metric",
-    "NotApplicable", "Recoverer", "ShippedTable", "Undefined", "hookimpl", "hookspec",
-    "load_plugins", "nanquantile", "run_suite", "to_frame", "__version__",
+    "Adversary", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Interrupted", "Metric",
+    "NotApplicable", "PluginError", "Progress", "Recoverer", "ShippedTable", "StoppedAtFailure", "Suite",
+    "SuiteError", "Undefined", "UserError", "WorkerSetupError", "claims", "hookimpl", "hookspec",
+    "load_plugins", "load_suite", "nanquantile", "run_suite", "to_frame", "__version__",
 ]

@@ -80,7 +80,7 @@ def bundle_suite(suite: Suite, limit: int = SHIP_LIMIT) -> SuiteBundle:
         A plugin file or data file became unreadable since the suite was loaded.
     """
     path = str(suite.path)
-    text = _read(Path(path), "suite file")
+    text = suite.text or _read(Path(path), "suite file")  # as loaded: a suite given as a dict has no file
     files: dict[str, bytes] = {}
     installed = []
     for source in suite.registry.plugins:

@@ -573,3 +573,48 @@ def describe(claim: Mapping) -> str:
         return f"{' = '.join(claim['same'])} within {_num(100 * claim['rtol'])}% on {on}"
     by = f" by a factor {_num(claim['factor'])}" if claim["factor"] != 1 else ""
     return f"{' and '.join(claim['better'])} beat(s) {' and '.join(claim['worse'])}{by} on {on}"
+
+
+def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
+    """The verdicts of the claims recorded in cubes, as a DataFrame: `cmbench.claims`.
+
+    ``cube`` is what `cmbench.to_frame` takes (a cube, a cube file, a suite
+    folder, the dict `cmbench.run_suite` returns, or a list of these). One row
+    per claim: ``experiment``, ``id``, ``verdict``, ``holds`` (True, False, or
+    None for no data), ``up_to`` (NaN unless it holds up to a budget),
+    ``compared`` and ``passed`` (cells), ``claim`` (its text, or its keys in
+    words), ``paper`` and ``numbers`` (the measured numbers, in words).
+    """
+    import pandas as pd
+
+    from .cube import load
+    from .export import _sources
+
+    rows = []
+    for src in _sources(cube):
+        ds = src if hasattr(src, "attrs") else load(src)
+        for v in evaluate_cube(ds):
+            rows.append({"experiment": v.experiment, "id": v.claim.get("id", ""), "verdict": v.verdict,
+                         "holds": v.holds, "up_to": math.nan if v.up_to is None else v.up_to,
+                         "compared": v.compared, "passed": v.passed,
+                         "claim": v.claim.get("text") or describe(v.claim),
+                         "paper": v.claim.get("paper", ""), "numbers": v.numbers})
+    return pd.DataFrame(rows, columns=["experiment", "id", "verdict", "holds", "up_to", "compared", "passed",
+                                       "claim", "paper", "numbers"])
+
+
+class _CallableModule(type(math)):
+    """This module, callable: ``cmbench.claims(cube)`` is `verdicts_frame`.
+
+    ``cmbench.claims`` is the public function of the contract and also this
+    submodule's name; importing the submodule rebinds the package's attribute
+    to it, so the module itself answers the call.
+    """
+
+    def __call__(self, cube: Any) -> "pd.DataFrame":  # noqa: F821
+        return verdicts_frame(cube)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _CallableModule

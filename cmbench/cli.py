@@ -42,17 +42,61 @@ def main() -> None:
 
 @main.command()
 @plugin_option
-def plugins(plugins) -> None:
+@click.option("--params", "with_params", is_flag=True,
+              help="Also list each component's parameters with their defaults (`cmbench info NAME` for more).")
+def plugins(plugins, with_params) -> None:
     """List every component: kind, name, plugin and version, description."""
-    from .plugins import AUTOLOAD_ENV, SINGULAR, load_plugins
+    from .plugins import AUTOLOAD_ENV, SINGULAR, describe_params, load_plugins
 
     registry = load_plugins(plugins)
-    rows = [(SINGULAR[kind], name, str(registry.source(kind, name)), decl.description)
-            for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
-            for name, decl in registry.kind(kind).items()]
-    _table(("kind", "name", "plugin", "description"), rows)
+    kinds = ("datasets", "adversaries", "recoverers", "estimators", "metrics")
+    if with_params:
+        rows = [(SINGULAR[kind], name, str(registry.source(kind, name)),
+                 " ".join(f"{p['name']}={p['default']}" for p in describe_params(decl)) or "-")
+                for kind in kinds for name, decl in registry.kind(kind).items()]
+        _table(("kind", "name", "plugin", "parameters (name=default)"), rows)
+    else:
+        rows = [(SINGULAR[kind], name, str(registry.source(kind, name)), decl.description)
+                for kind in kinds for name, decl in registry.kind(kind).items()]
+        _table(("kind", "name", "plugin", "description"), rows)
     if not registry.autoload:
         click.echo(f"note: {AUTOLOAD_ENV} is set: entry-point plugins were not loaded")
+
+
+@main.command()
+@plugin_option
+@click.argument("name", metavar="NAME|KIND:NAME")
+def info(plugins, name) -> None:
+    """Show a component: its plugin, parameters (defaults, choices, ranges) and docstring.
+
+    NAME is looked up in every kind; KIND:NAME (e.g. estimator:mean) picks one
+    when several kinds have the name.
+    """
+    import textwrap
+
+    from .plugins import describe_component, find_components, load_plugins
+
+    registry = load_plugins(plugins)
+    hits = find_components(registry, name)
+    for i, (kind, decl) in enumerate(hits):
+        d = describe_component(registry, kind, decl)
+        if i:
+            click.echo("")
+        click.echo(f"{d['kind']} {d['name']}" + (f": {d['description']}" if d["description"] else ""))
+        for label, text in (("plugin", d["plugin"]), *d["fields"].items()):
+            click.echo(f"  {label}: {text}")
+        if d["params"]:
+            click.echo("parameters:")
+            _table(("  name", "default", "choices", "range"),
+                   [(f"  {p['name']}", p["default"], p["choices"] or "-", p["range"] or "-") for p in d["params"]])
+        else:
+            click.echo("parameters: none")
+        if d["doc"]:
+            click.echo("")
+            click.echo(textwrap.indent(d["doc"], "  "))
+    if len(hits) > 1:
+        click.echo(f"\nnote: {len(hits)} kinds have a component {name!r}; "
+                   f"`cmbench info KIND:{name}` shows one")
 
 
 @main.command()

@@ -182,7 +182,8 @@ def check(ds: "xr.Dataset", source: str) -> None:
 
 
 def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapping,
-          metrics: Sequence[str] = METRIC_VARS) -> xr.Dataset:
+          metrics: Sequence[str] = METRIC_VARS,
+          params: Optional[Mapping[str, Mapping[str, list]]] = None) -> xr.Dataset:
     """Assemble a cube from unit results keyed by (dataset, instance, adversary, budget).
 
     Parameters
@@ -192,6 +193,8 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     attrs : provenance attributes; dicts and lists are stored as JSON.
     metrics : labels of the experiment's metrics: one variable each, besides
         ``l2`` and ``mahalanobis``, which every cube holds.
+    params : ``{dim: {param: [value per label]}}`` (`cmbench.suite.Experiment.parameters`):
+        each becomes the coordinate ``<dim>_<param>`` along ``dim`` (`param_coords`).
     """
     import xarray as xr
 
@@ -227,11 +230,77 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     data_vars["error"] = (DIMS, error.astype(str))
     data_vars["traceback"] = (DIMS, tb.astype(str))
     ds = xr.Dataset(data_vars, coords={d: list(coords[d]) for d in DIMS})
+    ds = ds.assign_coords(param_coords(params or {}))
     ds.attrs.update(encode_attrs(attrs))
     ds.attrs.update(cube_format=FORMAT, cmbench_version=__version__,
                     created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                     host=platform.node())
     return ds
+
+
+# ---------------------------------------------------------------- parameters as data
+#: the dims whose labels are components, which have parameters
+PARAM_DIMS = ("dataset", "adversary", "recoverer", "estimator")
+
+
+def param_name(dim: str, param: str) -> str:
+    """The coordinate of a component parameter: ``dataset_N``, ``estimator_limit``."""
+    return f"{dim}_{param}"
+
+
+def param_coords(params: Mapping[str, Mapping[str, list]]) -> dict:
+    """Coordinates ``<dim>_<param>`` from ``{dim: {param: [value per label]}}``.
+
+    A parameter whose values are all numbers (or absent) is a float coordinate,
+    NaN where a component lacks it or its value is None; any other is a string
+    coordinate, "" there (numbers as in labels, booleans ``true``/``false``,
+    arrays and tables as JSON), so that netCDF keeps each as one plain array.
+    An absent value is anything that is not a plain value (`cmbench.suite.MISSING`).
+
+    Returns
+    -------
+    dict of str to (dim, numpy.ndarray)
+    """
+    out = {}
+    for dim, table in params.items():
+        for param, values in table.items():
+            out[param_name(dim, param)] = (dim, _param_array(values))
+    return out
+
+
+def _is_plain(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str, list, tuple, dict))
+
+
+def _param_array(values: Sequence) -> np.ndarray:
+    present = [v for v in values if _is_plain(v) and v is not None]
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return np.array([float(v) if _is_plain(v) and v is not None else np.nan for v in values], dtype=float)
+    return np.array([_param_text(v) if _is_plain(v) and v is not None else "" for v in values], dtype=object)
+
+
+def _param_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, (list, tuple, dict)):
+        return json.dumps(v, sort_keys=True)
+    return str(v)
+
+
+def params_of(ds: "xr.Dataset") -> dict[str, list[str]]:
+    """The component parameters a cube holds as coordinates: ``{dim: [param, ...]}``.
+
+    A cube written before parameters were coordinates has none.
+    """
+    out: dict[str, list[str]] = {}
+    for name in ds.coords:
+        name = str(name)
+        for dim in PARAM_DIMS:
+            if name.startswith(dim + "_") and ds[name].dims == (dim,):
+                out.setdefault(dim, []).append(name[len(dim) + 1:])
+    return {dim: out[dim] for dim in PARAM_DIMS if dim in out}  # in the cube's dim order
 
 
 def environment() -> dict:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,31 +32,42 @@ FORMATS = {".parquet": "parquet", ".csv": "csv"}
 ID_COLUMNS = ("cube", "suite", "experiment", *cubes.DIMS, "method")
 
 
-def to_frame(cube: xr.Dataset | str | os.PathLike) -> pd.DataFrame:
-    """One results cube as a tidy DataFrame, one row per cell.
+def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | Sequence") -> pd.DataFrame:
+    """Results cubes as a tidy DataFrame, one row per cell.
 
     Parameters
     ----------
-    cube : an ``xarray.Dataset`` as the runner writes it, or the path of a
-        netCDF cube (read through `cmbench.cube.load`).
+    cube : an ``xarray.Dataset`` as the runner writes it; the path of a
+        netCDF cube (read through `cmbench.cube.load`); a suite's output folder
+        (``<out>/<suite>``: every ``*.nc`` in it, by name); the dict of cubes
+        `cmbench.run_suite` returns; or a list of any of these. Several cubes
+        give one table (`frames`).
 
     Returns
     -------
     DataFrame with columns ``experiment``, the six coordinates (``dataset``,
     ``instance``, ``adversary``, ``budget``, ``recoverer``, ``estimator``),
-    ``method`` (the suite's label of the recoverer + estimator pair; labels
-    sharing a pair are joined with ", "; empty when the suite names none), then
-    every data variable whose dims are among the six: the metrics, ``status``,
-    ``error``, ``seconds``, the recovery and corruption variables and any
-    diagnostics. Rows are in the cube's C order (estimator fastest). Variables
-    with a dimension outside the six cannot be one value per cell and are left
-    out.
+    ``method`` (the suite's label of the recoverer + estimator pair, labels
+    sharing a pair joined with ", "; ``recoverer+estimator`` for a pair the
+    suite names none), one column ``p_<dim>_<param>`` per component parameter
+    the suite set or varied (``p_dataset_N``, ``p_estimator_limit``: the cube's
+    coordinates ``<dim>_<param>``, numbers as floats with NaN where a component
+    lacks the parameter, other values as strings with ""), then every data
+    variable whose dims are among the six: the metrics, ``status``, ``error``,
+    ``seconds``, the recovery and corruption variables and any diagnostics.
+    Rows are in the cube's C order (estimator fastest). Variables with a
+    dimension outside the six cannot be one value per cell and are left out.
 
     Raises
     ------
     cmbench.errors.UserError
-        The path is not a readable cube, or the cube lacks a dimension.
+        The path is not a readable cube (or a folder without one), or the cube
+        lacks a dimension.
     """
+    if not isinstance(cube, (xr.Dataset, str, os.PathLike)):
+        return frames(_sources(cube))
+    if not isinstance(cube, xr.Dataset) and Path(cube).is_dir():
+        return frames(_sources(cube))
     ds = cubes.load(Path(cube)) if not isinstance(cube, xr.Dataset) else cube
     missing = [d for d in cubes.DIMS if d not in ds.dims]
     if missing:
@@ -70,6 +81,11 @@ def to_frame(cube: xr.Dataset | str | os.PathLike) -> pd.DataFrame:
         values = np.asarray(ds[dim].values)
         columns[dim] = _plain(values)[idx.ravel()]
     columns["method"] = _method_labels(ds)[grids[4].ravel(), grids[5].ravel()]
+    for dim, params in cubes.params_of(ds).items():
+        idx = grids[cubes.DIMS.index(dim)].ravel()
+        for param in params:
+            values = _plain(np.asarray(ds[cubes.param_name(dim, param)].values))
+            columns[f"p_{cubes.param_name(dim, param)}"] = values[idx]
     for name in _variables(ds):
         da = ds[name]
         order = [d for d in cubes.DIMS if d in da.dims]
@@ -93,7 +109,7 @@ def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
         No cube given, or a path is not a readable cube.
     """
     parts, suites, names, seen = [], [], [], []
-    for i, src in enumerate(sources):
+    for i, src in enumerate(_sources(sources)):
         if not isinstance(src, xr.Dataset):
             if any(_same_path(src, other) for other in seen):
                 raise UserError(f"{src}: the same cube is given twice; its rows would be duplicated")
@@ -114,6 +130,7 @@ def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
             df.insert(0, "cube", name)
     out = pd.concat(parts, ignore_index=True, sort=False)
     lead = [c for c in ID_COLUMNS if c in out.columns]
+    lead += [c for c in out.columns if c.startswith("p_") and c not in lead]  # parameters after the ids
     return out[lead + [c for c in out.columns if c not in lead]]
 
 
@@ -156,6 +173,30 @@ def export(sources: Sequence[xr.Dataset | str | os.PathLike], out: str | os.Path
     return out, len(df)
 
 
+def _sources(given) -> list:
+    """Cubes and cube paths from what `to_frame` accepts: a run's dict (its values), a
+    suite folder (its ``*.nc`` by name), a list of these, a cube or a path."""
+    if isinstance(given, xr.Dataset):
+        return [given]
+    if isinstance(given, (str, os.PathLike)):
+        path = Path(given)
+        if not path.is_dir():
+            return [path]
+        found = sorted(path.glob("*.nc"))
+        if not found:
+            raise UserError(f"{path}: a folder with no results cube (*.nc); give a cube, or the "
+                            "folder <out>/<suite> a run wrote")
+        return found
+    if isinstance(given, Mapping):
+        given = list(given.values())
+    try:
+        items = list(given)
+    except TypeError:
+        raise UserError(f"to_frame takes a cube, a path, a suite folder or the dict run_suite returns; "
+                        f"got {type(given).__name__}") from None
+    return [s for item in items for s in _sources(item)]
+
+
 def _variables(ds: xr.Dataset) -> list[str]:
     """Data variables that are one value per cell (or per a coarser block of cells).
 
@@ -180,6 +221,10 @@ def _method_labels(ds: xr.Dataset) -> np.ndarray:
         if isinstance(pair, (list, tuple)) and len(pair) == 2 and pair[0] in recs and pair[1] in ests:
             i, j = recs.index(pair[0]), ests.index(pair[1])
             labels[i, j] = f"{labels[i, j]}, {label}" if labels[i, j] else str(label)
+    for i, r in enumerate(recs):  # a pair the suite names no method for: as claims name it
+        for j, e in enumerate(ests):
+            if not labels[i, j]:
+                labels[i, j] = f"{r}+{e}"
     return labels
 
 

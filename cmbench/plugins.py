@@ -7,8 +7,14 @@ declared it:
 2. installed distributions with an entry point in group ``cmbench``, unless the
    environment variable ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` is set (to anything
    but empty or ``0``), as pytest's ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``;
-3. ``--plugin PATH.py`` or ``--plugin dotted.module`` (repeatable);
+3. ``--plugin PATH.py`` or ``--plugin dotted.module`` (repeatable), or from
+   Python (``cmbench.run_suite(plugins=[...])``, ``cmbench.load_plugins``) a
+   module object or any object with hook implementations (`ShippedPlugin`);
 4. ``plugins = [...]`` in a suite file (resolved by `cmbench.suite`).
+
+A hook whose name is not one of cmbench's (``register_estimator``) is an error
+naming it and the plugin (pluggy's ``check_pending``), not a plugin that
+silently declares nothing.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ import pluggy
 from . import hookspecs
 from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Metric, Recoverer
 from .errors import PluginError, describe_error
+from .shipping import ShippedPlugin, ship
 from .version import __version__
 
 BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
@@ -90,9 +97,15 @@ class Source:
 
     plugin: str
     version: str = ""
+    #: for a plugin object (`ShippedPlugin`): the digest of its pickled form, its code's identity
+    digest: str = ""
 
     def __str__(self) -> str:
         return f"{self.plugin} {self.version}".strip()
+
+
+#: the hooks a plugin may implement (`cmbench.hookspecs`)
+HOOKS = tuple(hook for _, hook in KINDS.values())
 
 
 @dataclass
@@ -193,9 +206,24 @@ def choices_hint(name: str, valid: Iterable[str]) -> str:
     return f"did you mean {close[0]!r}? {text}" if close else text
 
 
+class _Manager(pluggy.PluginManager):
+    """cmbench's plugin manager: on a plugin object that is not a module, a routine named
+    like a hook (``register_*``) implements it without the ``@cmbench.hookimpl`` marker,
+    so that a namespace or class of a notebook is a plugin as it is; a misspelt one then
+    meets `_Loader.add`'s unknown-hook check as a marked one would."""
+
+    def parse_hookimpl_opts(self, plugin, name):
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if (opts is None and not isinstance(plugin, ModuleType) and name.startswith("register_")
+                and inspect.isroutine(getattr(plugin, name, None))):
+            return {"wrapper": False, "hookwrapper": False, "optionalhook": False, "tryfirst": False,
+                    "trylast": False, "specname": None}
+        return opts
+
+
 class _Loader:
     def __init__(self) -> None:
-        self.pm = pluggy.PluginManager("cmbench")
+        self.pm = _Manager("cmbench")
         self.pm.add_hookspecs(hookspecs)
         self.registry = Registry()
 
@@ -207,6 +235,15 @@ class _Loader:
             self.pm.register(plugin, name=name)
         except pluggy.PluginValidationError as exc:
             raise PluginError(f"plugin {name}: {exc}") from None
+        try:
+            self.pm.check_pending()  # a hook with no spec: a misspelt name
+        except pluggy.PluginValidationError:
+            unknown = [hc.name for hc in self.pm.get_hookcallers(plugin) or () if not hc.has_spec()]
+            self.pm.unregister(plugin)
+            hint = did_you_mean(unknown[0], HOOKS) if unknown else ""
+            raise PluginError(f"plugin {name}: unknown hook {', '.join(map(repr, unknown))}"
+                              + (f" ({hint})" if hint else "")
+                              + f"; cmbench's hooks: {', '.join(HOOKS)}") from None
         self.registry.plugins.append(source)
         for kind, (cls, hook) in KINDS.items():
             for impl in getattr(self.pm.hook, hook).get_hookimpls():
@@ -611,8 +648,9 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
 
     Parameters
     ----------
-    extra : sequence of str or module, default ()
-        Plugin paths, dotted module names or module objects, in order.
+    extra : sequence of str, path, module or object, default ()
+        Plugin paths, dotted module names, module objects or objects with hook
+        implementations (`ship`), in order.
     base : Path or None
         Folder relative plugin paths are resolved against.
     files : mapping of str to bytes, optional
@@ -646,9 +684,111 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
             raise PluginError(f"entry point {ep.name} = {ep.value} ({label}) failed to load: {describe_error(exc)}") from None
         loader.add(plugin, Source(label, version))
     for spec in extra:
-        if isinstance(spec, ModuleType):
-            loader.add(spec, Source(spec.__name__, str(getattr(spec, "__version__", ""))))
-        else:
+        if isinstance(spec, (str, os.PathLike)):
             module, source = resolve_plugin(spec, base, files)
             loader.add(module, source)
+        elif any(spec is p or (isinstance(spec, ShippedPlugin) and spec.obj is p)
+                 for _, p in loader.pm.list_name_plugin()):  # (not get_plugins: a set, and objects may not hash)
+            continue  # a built-in or entry-point module given again as an object
+        else:
+            shipped = ship(spec)
+            loader.add(shipped.plugin(), Source(shipped.name, shipped.version, shipped.digest))
     return loader.registry
+
+
+# ------------------------------------------------------------------ describing components
+
+def find_components(registry: Registry, spec: str) -> list[tuple[str, Component]]:
+    """The components ``spec`` names: ``NAME`` (in every kind that has it) or ``KIND:NAME``.
+
+    Parameters
+    ----------
+    registry : Registry
+    spec : str
+        ``"trimmed-mean"``, or ``"estimator:trimmed-mean"`` (a kind singular or plural).
+
+    Returns
+    -------
+    list of (kind, declaration)
+        One item per kind that declares the name, in the order of `KINDS`.
+
+    Raises
+    ------
+    PluginError
+        An unknown kind, or no component of that name (with the close matches).
+    """
+    kind_part, _, name = spec.rpartition(":")
+    kinds = [k for k in KINDS if kind_part in ("", k, SINGULAR[k])]
+    if kind_part and not kinds:
+        raise PluginError(f"unknown kind {kind_part!r} in {spec!r}; {choices_hint(kind_part, SINGULAR.values())}")
+    hits = [(k, registry.kind(k)[name]) for k in kinds if name in registry.kind(k)]
+    if not hits:
+        names = sorted({n for k in kinds for n in registry.kind(k)})
+        what = SINGULAR[kinds[0]] if len(kinds) == 1 else "component"
+        raise PluginError(f"unknown {what} {name!r}; {choices_hint(name, names)}")
+    return hits
+
+
+def format_range(bounds: tuple) -> str:
+    """A declared range as an interval: ``(0.0, 0.5, "[)")`` -> ``"[0, 0.5)"``."""
+    low, high = bounds[:2]
+    closure = bounds[2] if len(bounds) == 3 else "[]"
+    lo = "-inf" if low is None else f"{low:g}"
+    hi = "inf" if high is None else f"{high:g}"
+    return f"{closure[0]}{lo}, {hi}{closure[1]}"
+
+
+def describe_params(decl: Component) -> list[dict]:
+    """Each parameter a suite may set: ``name``, ``default`` (repr), ``choices``, ``range`` ('' when none).
+
+    A recoverer's ``rank`` (the data set's rank hint, which a suite may override)
+    is listed for every recoverer.
+    """
+    names = list(decl.params) + [k for k in (*decl.choices, *decl.ranges) if k not in decl.params]
+    if isinstance(decl, Recoverer):  # every recoverer takes the rank hint, which a suite may set
+        names.append("rank")
+    rows = []
+    for key in dict.fromkeys(names):
+        default = decl.params.get(key, None)
+        rows.append({"name": key,
+                     "default": "(the data set's rank)" if key not in decl.params else repr(default),
+                     "choices": ", ".join(map(repr, decl.choices[key])) if key in decl.choices else "",
+                     "range": format_range(decl.ranges[key]) if key in decl.ranges else ""})
+    return rows
+
+
+def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
+    """What `cmbench info` shows of a component: its identity, kind-specific fields,
+    parameters and docstring.
+
+    Returns
+    -------
+    dict
+        ``kind`` (singular), ``name``, ``plugin`` (name and version),
+        ``description``, ``fields`` (label -> text: an adversary's level and mode,
+        a recoverer's modes, a data set's shape and rank), ``params``
+        (`describe_params`) and ``doc`` (the callable's docstring, '' when none).
+    """
+    fields = {}
+    if isinstance(decl, Adversary):
+        fields = {"level": decl.level, "mode": decl.mode}
+        if decl.adaptive:
+            fields["adaptive"] = "yes (attacks each recoverer+estimator pair)"
+    elif isinstance(decl, Recoverer):
+        fields = {"modes": ", ".join(decl.modes), "needs structure": "yes" if decl.needs_structure else "no"}
+    elif isinstance(decl, Dataset):
+        if decl.shape:
+            fields["shape"] = " x ".join(map(str, decl.shape))
+        if decl.rank is not None:
+            fields["rank"] = str(decl.rank)
+        if decl.files:
+            fields["files"] = ", ".join(f.path for f in decl.files)
+    fn = decl.fn
+    try:
+        where = f"{fn.__module__}.{fn.__qualname__}"
+    except AttributeError:
+        where = repr(fn)
+    fields["callable"] = where
+    return {"kind": SINGULAR[kind], "name": decl.name, "plugin": str(registry.source(kind, decl.name)),
+            "description": decl.description, "fields": fields, "params": describe_params(decl),
+            "doc": inspect.getdoc(fn) or ""}

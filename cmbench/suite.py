@@ -31,13 +31,18 @@ REQUIRED_SUITE_KEYS = ("name", "experiment")
 EXPERIMENT_KEYS = {
     "name": str, "description": str, "datasets": list, "instances": (int, list),
     "adversaries": list, "budgets": (list, dict), "recoverers": list, "estimators": list,
-    "metrics": list, "methods": dict, "claim": list,
+    "metrics": list, "methods": dict, "claim": list, "report": dict,
 }
+#: keys of an experiment's ``[experiment.report]`` table
+REPORT_KEYS = {"x": str}
 REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recoverers", "estimators")
 #: metrics every cube holds (reports read them), computed whether listed or not
 ALWAYS_METRICS = ("l2", "mahalanobis")
 COMPONENT_LISTS = {"datasets": "datasets", "adversaries": "adversaries",
                    "recoverers": "recoverers", "estimators": "estimators"}
+#: the cube dimension of each kind of component a suite lists (its parameters are coordinates along it)
+PARAM_DIMS = {"datasets": "dataset", "adversaries": "adversary", "recoverers": "recoverer",
+              "estimators": "estimator"}
 
 #: Suite, experiment and component labels: they name files and folders (``<out>/<suite>/<experiment>.nc``),
 #: so a label is a plain file name that is the same on every file system: no separator, no leading dot
@@ -51,6 +56,16 @@ ENV_MAX_CELLS = "CMBENCH_MAX_CELLS"
 ENV_MAX_GB = "CMBENCH_MAX_GB"
 DEFAULT_MAX_CELLS = 5_000_000
 DEFAULT_MAX_GB = 4.0
+
+
+class _Missing:
+    """The value of a parameter a component does not have (NaN or "" in a cube)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing()
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,9 @@ class Entry:
     fingerprint : str
         Digest of the plugin's file (or its version) and of a data file it
         reads: an edited file never serves cached results.
+    given : tuple of str
+        The parameters the suite sets for this entry (or a grid varies), in
+        the suite's order: they become coordinates of the cube.
     """
 
     label: str
@@ -77,6 +95,7 @@ class Entry:
     params: dict
     source: str = ""
     fingerprint: str = ""
+    given: tuple = ()
 
     @property
     def name(self) -> str:
@@ -106,6 +125,9 @@ class Experiment:
         Normalized claims (`cmbench.claims.parse_claims`).
     metric_entries : tuple of Entry
         Every metric computed: the listed ones, then those always computed.
+    report_x : str
+        ``"<kind>.<param>"`` (``"dataset.N"``) from ``[experiment.report] x``: the
+        numeric parameter the report draws error against; empty for the budget.
     """
 
     name: str
@@ -120,6 +142,27 @@ class Experiment:
     methods: dict
     claims: tuple = ()
     metric_entries: tuple = ()
+    report_x: str = ""
+
+    def parameters(self) -> dict[str, dict[str, list]]:
+        """The component parameters that are data: ``{dim: {param: [value per entry]}}``.
+
+        Every parameter the suite sets (or a grid varies) on some entry of a
+        list, and the one ``report_x`` names, with each entry's value (its
+        default where the suite does not set it); `MISSING` where the entry's
+        component has no such parameter. `cmbench.cube.build` makes them the
+        coordinates ``<dim>_<param>``.
+        """
+        x_dim, _, x_param = self.report_x.partition(".")
+        out = {}
+        for kind, dim in PARAM_DIMS.items():
+            entries = getattr(self, kind)
+            keys = dict.fromkeys(k for e in entries for k in e.given)
+            if x_dim == dim:
+                keys[x_param] = None
+            out[dim] = {k: [e.params.get(k, MISSING) if k in e.params else MISSING for e in entries]
+                        for k in keys}
+        return out
 
 
 @dataclass(frozen=True)
@@ -157,6 +200,8 @@ class Suite:
     registry: Registry = field(repr=False, compare=False, default=None)
     theory_figures: tuple = ()
     cache_size: Any = None
+    #: the suite file's bytes as read (a suite given as a dict: its TOML): what workers rebuild it from
+    text: bytes = field(default=b"", repr=False, compare=False)
 
 
 def shipped_suites() -> list[str]:
@@ -207,7 +252,7 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
                      "(or give a path to a .toml file)")
 
 
-def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
+def load_suite(name_or_path: "str | os.PathLike | Mapping[str, Any] | Suite", plugins: Sequence = (), *,
                files: Mapping[str, bytes] | None = None, limits: Optional[tuple] = None,
                claims: bool = True) -> Suite:
     """Read, resolve and validate a suite file against the loaded plugins.
@@ -218,10 +263,17 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
 
     Parameters
     ----------
-    name_or_path : str or Path
-        A shipped suite's name or a suite file (`resolve_suite_path`).
-    plugins : sequence of str, default ()
-        Extra plugin specs (``--plugin``). A plugin file given relative to the
+    name_or_path : str, path, dict or Suite
+        A shipped suite's name or a suite file (`resolve_suite_path`); a suite's
+        TOML text (a string holding a line break); a dict of the same keys
+        (written out as TOML, `to_toml`); or a loaded `Suite` (returned as it
+        is, or loaded again from its text with ``plugins`` added). A suite
+        given as text or a dict is named ``<toml>`` or ``<dict>`` in messages
+        and resolves relative paths against the working directory.
+    plugins : sequence, default ()
+        Extra plugins (``--plugin``): paths and module names, or (from Python)
+        module objects and objects with hook implementations, shipped to workers
+        by value (`cmbench.plugins.ship`). A plugin file given relative to the
         working directory is resolved here, so the suite names it by its
         absolute path wherever it is rebuilt.
     files : mapping of str to bytes, optional
@@ -248,15 +300,16 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
         A plugin cannot be loaded; the message names the suite file and plugin.
     """
     shipped = files or {}
-    if str(name_or_path) in shipped:
-        path, raw = Path(str(name_or_path)), shipped[str(name_or_path)]
-    else:
-        path = resolve_suite_path(name_or_path)
-        raw = path.read_bytes()
-    plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) and str(p) not in shipped else str(p)
-                    for p in plugins)
+    if isinstance(name_or_path, Suite):
+        if not plugins:
+            return name_or_path
+        plugins = (*name_or_path.plugins, *plugins)
+        shipped = {**shipped, str(name_or_path.path): name_or_path.text or name_or_path.path.read_bytes()}
+        name_or_path = str(name_or_path.path)
+    path, raw = _suite_source(name_or_path, shipped)
+    plugins = tuple(_plugin_spec(p, shipped) for p in plugins)
     for p in plugins:  # the command line's, not the suite file's: said before the suite's name is put on errors
-        if is_file_spec(p) and p not in shipped and plugin_file_problem(Path(p)):
+        if isinstance(p, str) and is_file_spec(p) and p not in shipped and plugin_file_problem(Path(p)):
             raise PluginError(f"plugin file {p} {plugin_file_problem(Path(p))} (given with --plugin)")
     doc = _parse_toml(path, raw)
     ctx = _Ctx(path, files=shipped)
@@ -264,7 +317,7 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
     check_label(ctx.at("name"), doc["name"], "suite name")
     limits = tuple(limits) if limits else size_limits()
     suite_plugins = [_resolve_plugin_path(ctx, p, i) for i, p in enumerate(doc.get("plugins", []))]
-    specs = tuple(str(p) for p in plugins) + tuple(suite_plugins)
+    specs = plugins + tuple(suite_plugins)
     try:
         registry = load_plugins(specs, files=shipped)
     except PluginError as exc:
@@ -289,10 +342,123 @@ def load_suite(name_or_path: str | Path, plugins: Sequence = (), *,
                          f"(2**63 - 1, the largest the cube's netCDF attribute holds), got {seed}")
     return Suite(
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
-        hash=hashlib.sha256(raw).hexdigest(), plugins=tuple(str(p) for p in plugins), experiments=tuple(parsed),
+        hash=hashlib.sha256(raw).hexdigest(), plugins=plugins, experiments=tuple(parsed),
         registry=registry, theory_figures=_theory_figures(ctx, doc.get("theory_figures", [])),
-        cache_size=doc.get("cache_size"),
+        cache_size=doc.get("cache_size"), text=raw,
     )
+
+
+#: the names a suite given as a dict or as TOML text has in messages (in the working directory,
+#: against which its relative paths resolve)
+DICT_NAME, TEXT_NAME = "<dict>", "<toml>"
+
+
+def is_toml_text(text: str) -> bool:
+    """Whether a string given as a suite is its TOML text rather than a name or path.
+
+    Names and paths hold no line break; a one-line suite is TOML when it has
+    an ``=`` and is neither a ``.toml`` path nor an existing file.
+    """
+    return "\n" in text or ("=" in text and not is_file_spec(text, ".toml") and not Path(text).exists())
+
+
+def _suite_source(given: Any, shipped: Mapping[str, bytes]) -> tuple[Path, bytes]:
+    """The suite's name (its path, or a stand-in) and bytes, from what `load_suite` was given."""
+    if isinstance(given, Mapping):
+        return Path.cwd() / DICT_NAME, to_toml(given).encode("utf-8")
+    if not isinstance(given, (str, os.PathLike)):
+        raise SuiteError(f"a suite is a shipped suite's name, a path, TOML text, a dict or a Suite; "
+                         f"got {type(given).__name__}")
+    if str(given) in shipped:
+        return Path(str(given)), shipped[str(given)]
+    if isinstance(given, str) and is_toml_text(given):
+        return Path.cwd() / TEXT_NAME, given.encode("utf-8")
+    path = resolve_suite_path(given)
+    return path, path.read_bytes()
+
+
+def _plugin_spec(p: Any, shipped: Mapping[str, bytes]) -> Any:
+    """A plugin as a suite keeps it: a file as its absolute path, a module name as it is,
+    an object (and ``"__main__"``, the notebook's or script's own module) as a
+    `cmbench.plugins.ShippedPlugin`."""
+    import sys
+
+    from .plugins import ship
+
+    if isinstance(p, str) and p == "__main__" and "__main__" in sys.modules:
+        p = sys.modules["__main__"]  # a worker's own __main__ is not this one (a notebook's): by value
+    if isinstance(p, (str, os.PathLike)):
+        return str(Path(p).resolve()) if is_file_spec(p) and str(p) not in shipped else str(p)
+    try:
+        return ship(p)
+    except PluginError as exc:
+        raise PluginError(f"{exc} (given with plugins=)") from None
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def to_toml(doc: Mapping[str, Any]) -> str:
+    """A suite given as a dict, as TOML text that `tomllib` reads back to the same dict.
+
+    Top-level arrays of tables (``experiment``) become ``[[experiment]]``
+    sections; every other table or array is written inline. Tuples are arrays.
+
+    Raises
+    ------
+    SuiteError
+        A key that is not a string, or a value TOML cannot hold (None, an
+        object); the message names the key (``<dict>: key 'experiment[0].seed'``).
+    """
+    lines: list[str] = []
+    sections = []
+    for key, value in doc.items():
+        if (isinstance(value, (list, tuple)) and value
+                and all(isinstance(v, Mapping) for v in value)):
+            sections.append((key, value))
+        else:
+            lines.append(f"{_toml_key(key, key)} = {_toml_value(value, str(key))}")
+    for key, tables in sections:
+        for i, table in enumerate(tables):
+            lines.append(f"\n[[{_toml_key(key, key)}]]")
+            for k, v in table.items():
+                lines.append(f"{_toml_key(k, f'{key}[{i}].{k}')} = {_toml_value(v, f'{key}[{i}].{k}')}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(key: Any, where: str) -> str:
+    if not isinstance(key, str):
+        raise SuiteError(f"{DICT_NAME}: key {where!r}: a key must be a string, got {key!r}")
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+
+
+def _toml_value(value: Any, where: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(float(value))
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (os.PathLike,)):
+        return json.dumps(os.fspath(value), ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_toml_key(k, f'{where}.{k}')} = {_toml_value(v, f'{where}.{k}')}"
+                               for k, v in value.items()) + "}"
+    try:  # a NumPy scalar (np.float64(0.1), np.int64(3))
+        import numpy as np
+
+        if isinstance(value, np.generic) and not isinstance(value, np.bool_):
+            return _toml_value(value.item(), where)
+        if isinstance(value, np.bool_):
+            return _toml_value(bool(value), where)
+    except ImportError:  # pragma: no cover
+        pass
+    raise SuiteError(f"{DICT_NAME}: key {where!r}: {value!r} ({type(value).__name__}) is not a TOML value "
+                     "(strings, numbers, booleans, arrays and tables)")
 
 
 def _theory_figures(ctx: "_Ctx", names: list) -> tuple:
@@ -404,7 +570,9 @@ def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
     """
     labels = set()
     for spec in cli_plugins:
-        spec = str(spec)
+        if not isinstance(spec, str):  # a plugin object (`cmbench.plugins.ShippedPlugin`)
+            labels.add(str(spec))
+            continue
         labels.add(str(Path(spec).resolve()) if is_file_spec(spec) else spec)
     return {kind: [name for name in registry.kind(kind) if registry.source(kind, name).plugin in labels]
             for kind in ("recoverers", "estimators")}
@@ -437,12 +605,46 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
     claims = _claims(ctx, table.get("claim", []), methods, lists, metrics) if with_claims else ()
     if methods:
         methods = _contender_methods(methods, lists, contenders)
+    report_x = _report_x(ctx.at("report"), table.get("report", {}), lists)
     return Experiment(
         name=table["name"], description=table.get("description", ""),
         datasets=lists["datasets"], instances=instances, adversaries=lists["adversaries"],
         budgets=budgets, recoverers=lists["recoverers"], estimators=lists["estimators"],
         metrics=metrics, methods=methods, claims=claims, metric_entries=tuple(metric_entries),
+        report_x=report_x,
     )
+
+
+def _report_x(ctx: _Ctx, table: dict, lists: dict) -> str:
+    """``[experiment.report] x = "dataset.N"``: a numeric parameter of this experiment's components.
+
+    Returns the ``"<kind>.<param>"`` string ('' when not given), checked: the
+    kind is one of the cube's component dims, some entry of that kind has the
+    parameter, and every value it takes is a number.
+    """
+    _check_keys(ctx, table, REPORT_KEYS, (), "the [experiment.report] table")
+    if "x" not in table:
+        return ""
+    x = table["x"]
+    here = ctx.at("x")
+    kinds = {dim: kind for kind, dim in PARAM_DIMS.items()}
+    dim, dot, param = x.partition(".")
+    if not dot or not param or dim not in kinds:
+        hint = f" ({did_you_mean(dim, kinds)})" if dim and dim not in kinds and did_you_mean(dim, kinds) else ""
+        raise here.error(f"expected \"<kind>.<parameter>\" with kind one of {', '.join(kinds)} "
+                         f"(e.g. \"dataset.N\"), got {x!r}{hint}")
+    entries = lists[kinds[dim]]
+    having = [e for e in entries if param in e.params]
+    if not having:
+        known = sorted({k for e in entries for k in e.params})
+        raise here.error(f"no {dim} of this experiment has a parameter {param!r}; "
+                         f"{choices_hint(param, known)}")
+    for e in having:
+        value = e.params[param]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise here.error(f"{dim} {e.label!r}: parameter {param!r} is {value!r}, not a number: "
+                             "the report's x axis must be numeric")
+    return x
 
 
 def _claims(ctx: _Ctx, tables: list, methods: dict, lists: dict, metrics: tuple) -> tuple:
@@ -556,23 +758,28 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
         raise ctx.error(f"parameters must be plain TOML values ({exc})") from None
     source = registry.source(kind, name)
     try:
-        fingerprint = _fingerprint(source.plugin, source.version, params.get("path"), ctx.files)
+        fingerprint = _fingerprint(source.plugin, source.version, params.get("path"), ctx.files,
+                                   getattr(source, "digest", ""))
     except UserError as exc:  # a data file that is a device, FIFO or folder
         raise ctx.error(f"{SINGULAR[kind]} {label!r}: {exc}") from None
-    return Entry(label=label, decl=decl, params=params, source=str(source), fingerprint=fingerprint)
+    return Entry(label=label, decl=decl, params=params, source=str(source), fingerprint=fingerprint,
+                 given=tuple(overrides))
 
 
-def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, bytes] | None = None) -> str:
+def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, bytes] | None = None,
+                 code: str = "") -> str:
     """So that resuming never serves results of an edited plugin file or data file.
 
-    A file shipped with a job (``files``) has the digest of its shipped contents.
+    A file shipped with a job (``files``) has the digest of its shipped contents;
+    a plugin object (``code``: the digest of its pickled form) has that digest,
+    so that editing a notebook's estimator recomputes its cells.
     """
     def digest(path: str) -> str:
         if files and path in files:
             return hashlib.sha256(files[path]).hexdigest()[:16]
         return _file_digest(path)
 
-    parts = [digest(plugin) if is_file_spec(plugin) else version]
+    parts = [code if code else digest(plugin) if is_file_spec(plugin) else version]
     if isinstance(data_path, str):
         parts.append(digest(data_path))
     return ":".join(parts)

@@ -75,7 +75,7 @@ def smoke_run(tmp_path_factory):
     import cmbench
 
     out = tmp_path_factory.mktemp("smoke-run")
-    cmbench.run_suite("smoke", out=out)
+    cmbench.run_suite("smoke", out=out, report=True)
     return out
 
 

@@ -353,15 +353,15 @@ def test_a_rerun_that_computes_nothing_rewrites_no_cube_and_redraws_no_report(en
 
     path = write_suite(env)
     out = env / "out"
-    first = cmbench.run_suite(path, out=out)["e"]
+    first = cmbench.run_suite(path, out=out, report=True)["e"]
     cube, pdf, html = out / "c" / "e.nc", out / "c.pdf", out / "c.html"
     stamps = {p: p.stat().st_mtime_ns for p in (cube, pdf, html)}
-    again = cmbench.run_suite(path, out=out)["e"]
+    again = cmbench.run_suite(path, out=out, report=True)["e"]
     assert {p: p.stat().st_mtime_ns for p in (cube, pdf, html)} == stamps
     assert again.attrs["created"] == first.attrs["created"]
     pdf.unlink()
     cube.write_bytes(b"")  # damaged or deleted outputs are always written anew
-    cmbench.run_suite(path, out=out)
+    cmbench.run_suite(path, out=out, report=True)
     assert pdf.stat().st_size > 0
     import xarray as xr
 
@@ -388,7 +388,7 @@ def test_cache_clear_deletes_the_drawn_pages_and_report_stamps_only(env):
     import cmbench
 
     out = env / "out"
-    cmbench.run_suite(write_suite(env), out=out)
+    cmbench.run_suite(write_suite(env), out=out, report=True)
     pages = out / "c" / ".cache" / "pages"
     drawn = sorted(p.name for p in pages.iterdir())
     assert "index.json" in drawn and "reports.json" in drawn and any(n.endswith(".pdf") for n in drawn)

@@ -33,7 +33,7 @@ def test_one_row_per_cell_with_every_variable(smoke_cube):
     assert set(df["status"]) == {"ok"} and set(df["error"]) == {""}
     pair = df[(df.recoverer == "exact") & (df.estimator == "mean")]
     assert set(pair["method"]) == {"Two-Step-E"}
-    assert set(df[(df.recoverer == "exact") & (df.estimator == "cmedian")]["method"]) == {""}
+    assert set(df[(df.recoverer == "exact") & (df.estimator == "cmedian")]["method"]) == {"exact+cmedian"}  # no label: the pair
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])

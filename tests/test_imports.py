@@ -20,6 +20,7 @@ def test_inner_modules_never_import_the_package_facade():
     """``__version__`` comes from cmbench.version and ``load_plugins``/``run_suite`` from
     where they live, so importing an inner module never runs the public API's wrappers."""
     facade = {name for name in cmbench.__all__} - {"hookimpl", "hookspec"}
+    facade -= {name for name in facade if (PACKAGE / f"{name}.py").is_file()}  # a submodule (claims) is itself
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if path == PACKAGE / "__init__.py":

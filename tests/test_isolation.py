@@ -49,7 +49,14 @@ def _unsafe_uses(path: Path) -> list[str]:
 def test_nothing_is_unpickled_from_disk():
     sources = _sources()
     assert any(p.name == "store.py" for p in sources) and any(p.name == "estimators.py" for p in sources)
-    found = [use for path in sources for use in _unsafe_uses(path)]
+    # cmbench.shipping unpickles the plugin objects a job carries in memory (bytes the executor
+    # itself delivered pickled), and reads no file: it is the one module allowed to
+    shipping = next(p for p in sources if p.name == "shipping.py")
+    tree = ast.parse(shipping.read_text())
+    calls = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+             for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert not calls & {"open", "read_bytes", "read_text", "load", "Path"}, calls
+    found = [use for path in sources if path != shipping for use in _unsafe_uses(path)]
     assert not found, f"pickle-capable readers in the package: {found}"
 
 

@@ -55,7 +55,7 @@ def test_a_rerun_without_the_warmup_rewrites_neither_cube_nor_report(env):
 
     def run(workers):  # each in a fresh process, as a user runs it: what it imported is its own
         subprocess.run([sys.executable, "-c", f"import cmbench; cmbench.run_suite({str(path)!r}, "
-                        f"out={str(out)!r}, workers={workers})"], check=True, capture_output=True)
+                        f"out={str(out)!r}, workers={workers}, report=True)"], check=True, capture_output=True)
 
     run(2)  # with a report: the warm-up imports the report's libraries while the units compute
     cube, pdf = out / "c" / "e.nc", out / "c.pdf"

@@ -306,11 +306,17 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
     todo.sort(key=lambda job: -_cost(job, datasets))
     stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
     stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
-    from tqdm import tqdm
+    import importlib.util
 
+    notebook = in_notebook()
+    if notebook and importlib.util.find_spec("ipywidgets") is not None:  # a widget
+        from tqdm.auto import tqdm
+    else:  # text (in a notebook without ipywidgets, as tqdm.auto would fall back to, without its warning)
+        from tqdm import tqdm
+
+    shown = (sys.stderr.isatty() or notebook) if progress is None else progress
     bar = tqdm(total=len(planned), initial=stats.cached, desc=f"cmbench {suite.name}", unit="unit",
-               file=sys.stderr, delay=0.5, dynamic_ncols=True,
-               disable=(not sys.stderr.isatty()) if progress is None else not progress)
+               file=sys.stderr, delay=0.5, dynamic_ncols=True, disable=not shown)
     bar.set_postfix(cached=stats.cached, failed=0)
     running = None
     try:
@@ -343,6 +349,16 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
                           f"{store.cache}; run the same command again to resume") from None
     bar.close()
     return results
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (as `tqdm.autonotebook` tells, but not a
+    Qt console): there a run's progress bar is on by default, and a widget."""
+    import os
+
+    if "ipykernel.zmqshell" not in sys.modules:
+        return False
+    return not any(k == "QT_API" or k.startswith("SPYDER") for k in os.environ)
 
 
 #: at most this many data set instances are loaded by each worker before its first unit (its memo,
@@ -419,15 +435,18 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
         "suite_text": suite_text(suite),
         "recovered_tolerance": RECOVERED_TOLERANCE,
     }
-    return cubes.build(coords, results, attrs, metrics=[m.label for m in exp.metric_entries])
+    if exp.report_x:  # the report draws error against this parameter (`[experiment.report] x`)
+        attrs["report_x"] = exp.report_x
+    return cubes.build(coords, results, attrs, metrics=[m.label for m in exp.metric_entries],
+                       params=exp.parameters())
 
 
 def suite_text(suite: Suite) -> str:
-    """The suite file's full text as run (checked against its hash); empty if it changed since."""
+    """The suite's full text as run (as loaded; else its file, checked against its hash: empty if it changed)."""
     import hashlib
 
-    try:
-        raw = Path(suite.path).read_bytes()
+    try:  # as loaded (a suite given as a dict or TOML text has no file)
+        raw = suite.text or Path(suite.path).read_bytes()
     except OSError:
         return ""
     return raw.decode("utf-8", errors="replace") if hashlib.sha256(raw).hexdigest() == suite.hash else ""
