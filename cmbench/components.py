@@ -218,10 +218,31 @@ class Metric(Component):
     has no value (e.g. Mahalanobis without a covariance); raise `Undefined` to
     say the same with a reason. A suite's ``metrics = [...]`` names metrics;
     the cube holds one variable per metric and the report one page each.
+
+    ``inputs`` names what else the metric needs from the runner, each passed
+    as a keyword argument: ``"inlier_mean"`` is the (n,) mean of the rows the
+    adversary left untouched (rows of the corrupted sample equal to the clean
+    ones; all NaN when it touched every row), so that
+    ``fn(mu_hat, data, inlier_mean=m, **params)`` can measure an excess error.
     """
+
+    inputs: tuple = ()
 
     kind = "metric"
     contract_args = ()
+    #: what a metric may ask for in ``inputs``
+    INPUTS = ("inlier_mean",)
+
+    def __post_init__(self) -> None:
+        inputs = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs or ())
+        unknown = [i for i in inputs if i not in self.INPUTS]
+        if unknown:
+            raise ValueError(f"metric {self.name!r}: unknown inputs {unknown}; a metric may ask for "
+                             f"{', '.join(self.INPUTS)}")
+        object.__setattr__(self, "inputs", inputs)
+        if self.params is None:  # what the runner passes is not a parameter a suite sets
+            object.__setattr__(self, "params", signature_defaults(self.fn, inputs))
+        super().__post_init__()
 
 
 @dataclass(frozen=True, eq=False)

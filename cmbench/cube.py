@@ -51,7 +51,9 @@ TEXT_VARS = ("status", "error", "traceback")  # per cell; the traceback of a fai
 RECOVERY_VARS = ("recovered_fraction", "recovery_rmse", "discarded_fraction")
 #: a recoverer's own diagnostics (its ``info`` dict), NaN where it reports none
 RECOVERY_INFO_VARS = ("converged", "iterations")
-CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv")
+#: ``inlier_l2``: the l2 error of the mean of the rows the adversary left untouched (the
+#: sample-level studies' "sampling error"; `cmbench.runner.metrics.inlier_mean`)
+CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv", "inlier_l2")
 #: every variable the runner writes, with its dims (a metric of a plugin has DIMS too)
 VARIABLES = {**{v: DIMS for v in (*CELL_VARS, *TEXT_VARS)},
              **{v: RECOVERY_DIMS for v in (*RECOVERY_VARS, *RECOVERY_INFO_VARS)},
