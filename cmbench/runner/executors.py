@@ -49,7 +49,10 @@ def isolated(jobs: Iterable[Job], fn: Callable, died: Optional[Callable] = None)
     return processes(jobs, fn, 1, died)
 
 
-def _worker_init(parent: int, slot=None) -> None:
+def _worker_init(parent: int, slot=None, environ: Optional[dict] = None) -> None:
+    if environ is not None:  # a forkserver's child has the server's environment, from when it started
+        os.environ.clear()
+        os.environ.update(environ)
     os.environ.update(WORKER_ENV)
     if slot is not None:
         from . import guard
@@ -61,11 +64,12 @@ def _worker_init(parent: int, slot=None) -> None:
 def pool(workers: int, slot=None) -> ProcessPoolExecutor:
     """``workers`` local worker processes (`cmbench.forking.context`: forkserver, else spawn).
 
-    Each ends with this process (`cmbench.forking.exit_with_parent`); ``slot``
-    (a shared byte buffer) receives the plugin call in progress (`guard.RUNNING`).
+    Each ends with this process (`cmbench.forking.exit_with_parent`) and has its
+    environment as of now (as a spawned one would); ``slot`` (a shared byte
+    buffer) receives the plugin call in progress (`guard.RUNNING`).
     """
     return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=_worker_init,
-                               initargs=(os.getpid(), slot))
+                               initargs=(os.getpid(), slot, dict(os.environ)))
 
 
 def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None,
