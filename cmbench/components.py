@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Union
 
 import numpy as np
 
@@ -197,9 +197,15 @@ class Dataset(Component):
     ``cmbench datasets``; ``files`` the data files it needs (empty for
     generated data); ``folder`` the sub-folder of the data directory that holds
     them; ``table`` an optional `ShippedTable` used when those files are absent.
+
+    A generated data set whose size follows its parameters gives ``shape`` as
+    a callable, ``shape(**params) -> (N, n)`` (called with the declared
+    defaults updated by the suite's values, no ``instance`` or ``rng``): the
+    suite's size check and ``--dry-run`` then know N x n before anything is
+    allocated (`shape_for`).
     """
 
-    shape: Optional[tuple] = None
+    shape: Optional[Union[tuple, Callable[..., tuple]]] = None
     rank: Optional[int] = None
     files: tuple = ()
     folder: str = ""
@@ -207,6 +213,22 @@ class Dataset(Component):
 
     kind = "dataset"
     contract_args = ("instance", "rng")
+
+    def shape_for(self, params: Optional[Mapping[str, Any]] = None) -> Optional[tuple]:
+        """The (N, n) this data set loads with ``params`` (its defaults updated by them), as far
+        as its declaration tells without loading: None when it does not, or its ``shape``
+        callable raises or returns something else than two positive integers."""
+        shape = self.shape
+        if callable(shape):
+            try:
+                shape = shape(**{**self.params, **(params or {})})
+            except Exception:  # a size it cannot tell from these parameters: known once loaded
+                return None
+        try:
+            N, n = (int(v) for v in shape)
+        except (TypeError, ValueError):
+            return None
+        return (N, n) if N > 0 and n > 0 else None
 
 
 @dataclass(frozen=True)

@@ -30,16 +30,16 @@ def check_data(data: Data, entry: Entry) -> Data:
     for field in ("X", "mean", "cov", "structure"):
         if getattr(data, field) is not None and np.iscomplexobj(getattr(data, field)):
             raise ValueError(f"{what}: {field} holds complex values")
-    X = np.array(data.X, dtype=float)
+    # no copy here (a float array is taken as it is): `frozen` below makes the one copy kept
+    X = np.asarray(data.X, dtype=float)
     if X.ndim != 2:
         raise ValueError(f"{what}: X must be 2-D (N, n), got shape {X.shape}")
     N, n = X.shape
     names = list(data.columns) if len(data.columns) == n else [str(j) for j in range(n)]
     if N < 2:
         raise ValueError(f"{what}: {N} row(s); a mean needs at least 2")
-    bad = ~np.isfinite(X) & ~np.isnan(X)
-    if bad.any():
-        raise ValueError(f"{what}: column {names[int(np.nonzero(bad.any(0))[0][0])]!r} holds inf")
+    if np.isinf(X).any():
+        raise ValueError(f"{what}: column {names[int(np.nonzero(np.isinf(X).any(0))[0][0])]!r} holds inf")
     if np.isnan(X).any():
         raise ValueError(f"{what}: column {names[int(np.nonzero(np.isnan(X).any(0))[0][0])]!r} holds NaN "
                          "before corruption; give the data set a missing-value policy")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .. import selection
-from ..suite import load_suite
+from ..suite import _data_size, load_suite
 from .stages import info_key, lookup, unit_keys
 from .store import Store
 
@@ -85,8 +85,9 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
             info = store.info(info_key(suite.seed, entry, exp.instances[0]))
             if info and info.get("shape"):
                 seen[entry.label] = (tuple(info["shape"]), "as last loaded")
-            elif entry.decl.shape:
-                seen[entry.label] = (tuple(entry.decl.shape), "nominal")
+            elif _data_size(entry):
+                seen[entry.label] = (_data_size(entry), "from its parameters" if callable(entry.decl.shape)
+                                     else "nominal")
             else:
                 seen[entry.label] = (None, "unknown until loaded")
     result.datasets = sorted(((label, shape, where) for label, (shape, where) in seen.items()),

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..components import Data, Undefined
 from ..errors import describe_error
+from ..suite import bind
 from ..theory import changed_entries, d_entry_bound
 from . import guard
 from .checks import readonly
@@ -60,11 +61,13 @@ class MetricFailed(Exception):
         self.traceback = traceback
 
 
-def errors(mu: np.ndarray, data: Data, metrics=(), inliers: Optional[np.ndarray] = None) -> dict:
+def errors(mu: np.ndarray, data: Data, metrics=(), inliers: Optional[np.ndarray] = None,
+           budget: float = float("nan")) -> dict:
     """The value of every metric entry at the estimate ``mu``: label -> float.
 
     A metric whose declaration lists ``"inlier_mean"`` in its ``inputs`` gets
-    ``inlier_mean=inliers`` (`inlier_mean`; all NaN when no row was left untouched).
+    ``inlier_mean=inliers`` (`inlier_mean`; all NaN when no row was left untouched);
+    a parameter bound to the budget (`cmbench.suite.BUDGET`) gets ``budget``.
     ``cmbench.Undefined`` from a metric gives NaN; any other exception, or a
     value that is not a real number, raises `MetricFailed` naming the metric.
     """
@@ -76,7 +79,7 @@ def errors(mu: np.ndarray, data: Data, metrics=(), inliers: Optional[np.ndarray]
                 inliers = np.full(len(mu), np.nan)
             extra["inlier_mean"] = readonly(np.asarray(inliers, dtype=float))
         try:
-            value = entry.decl.fn(readonly(mu), data, **extra, **entry.params)
+            value = entry.decl.fn(readonly(mu), data, **extra, **bind(entry.params, budget))
         except Undefined:
             value = float("nan")
         except Exception as exc:

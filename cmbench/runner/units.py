@@ -19,7 +19,7 @@ import numpy as np
 
 from ..components import Data
 from ..cube import FAILED, FAILURES, NOT_APPLICABLE, OK, RECOVERY_VARS, UNDEFINED, Record, UnitResult, record, verdict
-from ..suite import Entry, Experiment
+from ..suite import Entry, Experiment, bind
 from .checks import (_before, check_corruption, check_data, check_estimate, check_recovery, guarded, readonly,
                      untouched)
 from .guard import Outcome, call
@@ -144,7 +144,7 @@ def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: 
     rng = rng_for(seed, "corrupt", *job.coords, *stream)
     _before(data.X, data.structure)  # untouched() compares both after the call
     out = call(adv.decl.fn, job.timeout, readonly(data.X), job.budget, rng=rng,
-               structure=data.structure, **adv.params, **extra)
+               structure=data.structure, **bind(adv.params, job.budget), **extra)
     out = guarded(check_corruption, untouched(out, data.X, data.structure), data.X, adv, job.budget)
     if out.status == OK:
         out.value = frozen(out.value)
@@ -167,7 +167,7 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
     out = _inapplicable(job, adv, rec, data)
     if out is None:
         rng = rng_for(seed, "recover", *job.coords, rec.label)
-        params = dict(rec.params)
+        params = bind(rec.params, job.budget)
         rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
         _before(Xc, data.structure)
         out = call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure, rank=rank, **params)
@@ -190,12 +190,12 @@ def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery:
         return verdict(recovery)
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
     _before(Xr)
-    res = call(est.decl.fn, job.timeout, Xr, rng=rng, **est.params)
+    res = call(est.decl.fn, job.timeout, Xr, rng=rng, **bind(est.params, job.budget))
     res = blame(guarded(check_estimate, untouched(res, Xr), data.X.shape[1]), est, "estimator")
     cell = outcome_record(res, seconds=recovery["seconds"] + res.seconds)
     if res.status == OK:
         try:
-            cell.update(errors(res.value, data, experiment_for(job)[1].metric_entries, inliers))
+            cell.update(errors(res.value, data, experiment_for(job)[1].metric_entries, inliers, job.budget))
         except MetricFailed as exc:
             cell.update(status=FAILED, error=str(exc), traceback=exc.traceback)
     return cell
