@@ -68,6 +68,26 @@ def child_env(**extra) -> dict:
 CMD = [sys.executable, "-m", "cmbench.cli"]
 
 
+def adopt_orphans() -> None:
+    """Make this process the reaper of its orphaned descendants (Linux), so that their CPU
+    seconds count in ``RUSAGE_CHILDREN``: a forkserver (`cmbench.forking`) reaps the workers it
+    forked, and ends after its cmbench process, whose parent it then no longer is."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_CHILD_SUBREAPER = 36
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans() -> None:
+    """Wait for every descendant handed to this process (`adopt_orphans`), so that its CPU counts."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
 def timed(args: list, cwd: Path, allowed: tuple = (0,), cmd: list | None = None) -> tuple[float, float]:
     """Wall seconds of one CLI run, and CPU seconds of it and its worker processes; exits
     unless its exit code is in ``allowed``."""
@@ -76,6 +96,7 @@ def timed(args: list, cwd: Path, allowed: tuple = (0,), cmd: list | None = None)
     proc = subprocess.run([*(cmd or CMD), *args], cwd=cwd, env=child_env(),
                           capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    reap_orphans()  # the forkserver and the resource tracker end just after cmbench
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in allowed:  # the paper suite has no failed cell: anything else is a broken run
         sys.exit(f"cmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -162,6 +183,7 @@ def bench_folder(prefix: str, args: argparse.Namespace) -> Iterator[tuple[Path, 
 
 def main() -> None:
     args = suite_args(__doc__)
+    adopt_orphans()
     load_before = os.getloadavg()
     kinds = ("cold", "unchanged", "plugin", "edited")
     runs = {name: {k: [] for k in kinds} for name in args.cmds}

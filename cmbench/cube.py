@@ -258,7 +258,7 @@ def _environment() -> dict:
 
     import scipy
     # scipy.linalg loads scipy's own BLAS, which the recoverers use: listed always, so that the
-    # list does not depend on what else this process happened to import (`runner.warmup`)
+    # list does not depend on what else this process happened to import
     import scipy.linalg  # noqa: F401
 
     env = {"python": f"{platform.python_implementation()} {sys.version.split()[0]}",

@@ -449,7 +449,7 @@ class Store:
     # -------------------------------------------------------------- the run lock
     @property
     def lock_path(self) -> Path:
-        """The file whose lock a run holds (forked workers close their copy of it)."""
+        """The file whose lock a run holds."""
         return self.root / ".lock"
 
     def lock(self) -> None:
