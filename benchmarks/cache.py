@@ -4,7 +4,7 @@
 python benchmarks/cache.py                    # the paper suite, --workers 2, as README command 1 runs
 python benchmarks/cache.py --suite smoke      # a quick look
 python benchmarks/cache.py --data-dir ../shared/datasets   # the real data read from UCI source files
-python benchmarks/cache.py --cmd main=/work/venv/bin/cmbench --cmd here=.venv/bin/cmbench
+python benchmarks/cache.py --cmd main=../main/.venv/bin/cmbench --cmd here=.venv/bin/cmbench
                                               # two installs, their runs interleaved
 ```
 
@@ -107,14 +107,15 @@ def same_cubes(a: Path, b: Path) -> str:
     """'' when every cube in ``a`` equals its namesake in ``b`` (all variables but seconds), else why not."""
     import xarray as xr
 
+    differs = []
     for path in sorted(a.glob("*.nc")):
         with xr.open_dataset(path) as x, xr.open_dataset(b / path.name) as y:
             for v in x.data_vars:
                 if v == "seconds":
                     continue
                 if v not in y or not np.array_equal(x[v].values, y[v].values, equal_nan=x[v].dtype.kind == "f"):
-                    return f"{path.name}: {v} differs"
-    return ""
+                    differs.append(f"{path.name}: {v} differs")
+    return "; ".join(differs)
 
 
 def snapshot(folder: Path, to: Path) -> Path:
@@ -144,8 +145,10 @@ def suite_args(doc: str) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5,
                         help="rounds of interleaved runs (cold, unchanged, plugin, edited); medians compared")
     parser.add_argument("--cmd", action="append", default=[], metavar="NAME=COMMAND",
-                        help="a cmbench command to time (e.g. main=/work/venv/bin/cmbench); repeatable, "
+                        help="a cmbench command to time (e.g. main=../main/.venv/bin/cmbench); repeatable, "
                              "the commands' runs interleaved; default this interpreter's cmbench")
+    parser.add_argument("--no-report", action="store_true",
+                        help="time the sweeps alone (cmbench suite --no-report)")
     parser.add_argument("--plugin", default=None, metavar="FILE", type=Path,
                         help="time this plugin file in place of the README's example (its default "
                              "parameter edited: every '0.05' made '0.1')")
@@ -178,7 +181,8 @@ def bench_folder(prefix: str, args: argparse.Namespace) -> Iterator[tuple[Path, 
         tmp = Path(tmp)
         plugin = tmp / "winsorized.py"
         plugin.write_text(args.plugin_text)
-        yield tmp, plugin, ["suite", args.suite, "--workers", str(args.workers)]
+        yield tmp, plugin, ["suite", args.suite, "--workers", str(args.workers),
+                            *(["--no-report"] if getattr(args, "no_report", False) else [])]
 
 
 def main() -> None:
@@ -215,6 +219,14 @@ def main() -> None:
                 print(f"round {i + 1}, {name}: " + "; ".join(f"{k} {w:.2f} s wall {c:.1f} s CPU"
                                                             for k in kinds for w, c in [runs[name][k][-1]]),
                       flush=True)
+
+        names = list(args.cmds)
+        for other in names[1:]:  # the last cold runs' cubes of each command against the first's
+            a, b = tmp / names[0] / "state-cold", tmp / other / "state-cold"
+            suite_name = next(p.name for p in a.iterdir() if p.is_dir())
+            diff = same_cubes(a / suite_name, b / suite_name)
+            print(f"cold cubes of {other} against {names[0]} (every variable of {names[0]}'s but seconds): "
+                  + (diff or "identical"))
 
     load_after = os.getloadavg()
     print(f"\ncmbench {' '.join(base)} ({os.cpu_count()} cores; load average 1/5/15 min "
