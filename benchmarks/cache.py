@@ -194,7 +194,8 @@ def main() -> None:
     diffs = {}
     with bench_folder("cmbench-cache-bench-", args) as (tmp, plugin, base):
         for i in range(args.rounds):
-            for name, cmd in args.cmds.items():
+            order = list(args.cmds.items())
+            for name, cmd in order[i % len(order):] + order[:i % len(order)]:  # who goes first rotates
                 folder = tmp / name / "out"
                 out = ["--out", str(folder)]
                 shutil.rmtree(folder, ignore_errors=True)
