@@ -299,6 +299,10 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             sweep.known.append((job, work_result(dict(failure))))
             continue
         sweep.todo.append(job)
+        if len(sweep.todo) == 1 and not scheduler and (workers > 1 or sweep.isolate):
+            from ..forking import context
+
+            context()  # the forkserver imports `forking.PRELOAD` while the rest is looked up
     return _run_units(sweep)
 
 
