@@ -327,12 +327,6 @@ class Sweep:
     known: list = dataclasses.field(default_factory=list)  # (job, result) of units failed without computing
 
 
-def _estimate_only(job: Job) -> bool:
-    """Whether a job only estimates on cached recoveries (a rerun with a new estimator): a few ms."""
-    work = job.work
-    return work is not None and not work.corruption and not work.recover and not work.pairs
-
-
 def _run_units(sweep: Sweep) -> dict:
     """Compute ``sweep.todo`` (and take the ``known`` failures), storing each unit as it arrives."""
     todo, stats, store, datasets = sweep.todo, sweep.stats, sweep.store, sweep.datasets
@@ -352,7 +346,7 @@ def _run_units(sweep: Sweep) -> dict:
     running = None
     try:
         running = run_jobs(todo, execute, sweep.workers, sweep.scheduler, isolate=sweep.isolate,
-                           bundle=sweep.bundle, chunk=_estimate_only if CHUNK_ESTIMATES else None)
+                           bundle=sweep.bundle)
         for job, out in itertools.chain(sweep.known, running):
             exp, keys = sweep.pending[(job.experiment, job.coords)]
             store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
@@ -380,11 +374,6 @@ def _run_units(sweep: Sweep) -> dict:
                           f"{store.cache}; run the same command again to resume") from None
     bar.close()
     return sweep.results
-
-
-#: Send consecutive estimate-only units to a local worker in one task (`executors.CHUNK`
-#: of them): see benchmarks/README.md for the paired runs that keep (or drop) this rule.
-CHUNK_ESTIMATES = True
 
 
 def _cost(job: Job, datasets: dict) -> float:

@@ -72,25 +72,23 @@ def pool(workers: int, slot=None) -> ProcessPoolExecutor:
                                initargs=(os.getpid(), slot, dict(os.environ)))
 
 
-def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None,
-              chunk: Optional[Callable[[Job], bool]] = None) -> Iterator:
+def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
     """A pool of local processes; a worker that dies takes only its own unit down.
 
-    At most ``2 * workers`` tasks are in flight (enough to keep every worker
-    busy; the rest wait here, so that an interrupted sweep leaves little
-    queued). ``chunk(job)``: whether a job may share a task with the jobs
-    next to it (`CHUNK` of them); by default every job is a task of its own.
+    Each job is a task of its own; at most ``2 * workers`` are in flight
+    (enough to keep every worker busy; the rest wait here, so that an
+    interrupted sweep leaves little queued). Sending a rerun's estimate-only
+    units in chunks of 8 saved 3% of the CPU seconds and cost 2.5 s of wall
+    time in paired runs (benchmarks/README.md): they go alone.
 
     When a worker dies (os._exit, a segfault) every in-flight future of the
-    pool breaks and the culprit is unknown: a job that was sent alone is run
+    pool breaks and the culprit is unknown: each job that was in flight is run
     again alone in a fresh process, where a death names its job (recorded as
-    failed by ``died(job, running)``, default `worker_died`: ``running`` is the
-    plugin call it was in), and the jobs of a chunk go back to the queue, each
-    to be sent alone from then on; the sweep goes on in a fresh pool.
+    failed by ``died(job, running)``, default `worker_died`: ``running`` is
+    the plugin call it was in); the sweep then goes on in a fresh pool.
     """
     queue = list(jobs)
     queue.reverse()  # popped from the end: the first job given goes first
-    alone: set = set()  # ids of jobs to send alone (they were in a task that broke its pool)
     depth = 2 * workers
     while queue:
         suspects = []
@@ -99,53 +97,30 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
             pending = {}
             while queue or pending:
                 while queue and len(pending) < depth:
-                    task = _take(queue, chunk, alone)
-                    pending[executor.submit(_each, fn, task)] = task
+                    job = queue.pop()
+                    pending[executor.submit(fn, job)] = job
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    task = pending.pop(future)
+                    job = pending.pop(future)
                     try:
-                        results = future.result()
+                        result = future.result()
                     except BrokenProcessPool:
-                        suspects.append(task)
+                        suspects.append(job)
                         continue
-                    yield from zip(task, results)
-                if suspects:  # the pool is broken: what is still pending breaks too
-                    for future, task in pending.items():
+                    yield job, result
+                if suspects:  # the pool is broken: what is still pending breaks too, or has finished
+                    for future, job in pending.items():
                         try:
-                            results = future.result()
+                            result = future.result()
                         except BrokenProcessPool:
-                            suspects.append(task)
+                            suspects.append(job)
                             continue
-                        yield from zip(task, results)
+                        yield job, result
                     break
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
-        for task in suspects:
-            if len(task) == 1:
-                yield task[0], _alone(fn, task[0], died or worker_died)
-            else:  # the culprit is one of them: each goes alone, in parallel, and breaks only its pool
-                alone.update(id(job) for job in task)
-                queue.extend(reversed(task))
-
-
-#: how many consecutive jobs that ``chunk`` allows travel in one task (`processes`)
-CHUNK = 8
-
-
-def _take(queue: list, chunk: Optional[Callable[[Job], bool]], alone: set) -> list:
-    """Pop the next task's jobs from ``queue`` (its next job last)."""
-    task = [queue.pop()]
-    if chunk is None or id(task[0]) in alone or not chunk(task[0]):
-        return task
-    while queue and len(task) < CHUNK and id(queue[-1]) not in alone and chunk(queue[-1]):
-        task.append(queue.pop())
-    return task
-
-
-def _each(fn: Callable, jobs: list) -> list:
-    """``fn`` on each job, in a worker."""
-    return [fn(job) for job in jobs]
+        for job in suspects:
+            yield job, _alone(fn, job, died or worker_died)
 
 
 def _alone(fn: Callable, job: Job, died: Callable) -> dict:
@@ -305,19 +280,17 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
 
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
-             isolate: bool = False, bundle=None, died: Optional[Callable] = None,
-             chunk: Optional[Callable[[Job], bool]] = None) -> Iterator:
+             isolate: bool = False, bundle=None, died: Optional[Callable] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
     ``isolate`` keeps a serial sweep out of process; a worker process first
     installs the jobs' suite ``bundle``; ``died`` makes the result of a job
-    whose local worker process died, and ``chunk`` says which jobs may share
-    a task with their neighbours (see `processes`).
+    whose local worker process died (see `processes`).
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
     if workers > 1 and len(jobs) > 1:
-        return processes(jobs, _with(bundle, fn), workers, died, chunk)
+        return processes(jobs, _with(bundle, fn), workers, died)
     if isolate and jobs:
         return isolated(jobs, _with(bundle, fn), died)
     return serial(jobs, fn)
