@@ -202,7 +202,9 @@ class Dataset(Component):
     a callable, ``shape(**params) -> (N, n)`` (called with the declared
     defaults updated by the suite's values, no ``instance`` or ``rng``): the
     suite's size check and ``--dry-run`` then know N x n before anything is
-    allocated (`shape_for`).
+    allocated (`shape_for`), and the cube describes it by that shape and its
+    ``rank`` without loading it in the runner's own process (no structure A:
+    a data set with a known A gives a fixed ``shape``, or none).
     """
 
     shape: Optional[Union[tuple, Callable[..., tuple]]] = None

@@ -24,6 +24,10 @@ def shrunk_mean(X, *, rng, eps=0.1):
     return np.nanmean(X, axis=0) * (1.0 - eps)
 
 def isotropic(*, instance, rng, N=50, d=3):
+    import os
+    if os.environ.get("CMBENCH_TEST_LOG"):
+        with open(os.environ["CMBENCH_TEST_LOG"], "a") as f:
+            f.write(f"load {instance}\\n")
     X = rng.standard_normal((N, d))
     return cmbench.Data(X=X, mean=np.zeros(d), cov=np.eye(d))
 
@@ -152,3 +156,12 @@ def test_the_data_memo_is_capped_in_bytes_and_drops_the_least_recently_used():
     big = data(1000)  # larger than the cap: kept alone
     held.put(4, big)
     assert list(held.held) == [4] and held.bytes == memo.data_bytes(big)
+
+
+def test_a_data_set_sized_by_its_parameters_is_described_without_a_load_before_the_sweep(suite, tmp_path, log):
+    cube = cmbench.run_suite(suite(), out=tmp_path / "out")["e"]
+    # one load per instance, by the process that computes its units; none to describe it
+    assert sorted(log.read_text().split("\n")[:-1]) == ["load 0", "load 1"]
+    info = cube.attrs["datasets_info"]
+    info = info if isinstance(info, dict) else __import__("json").loads(info)
+    assert info["isotropic"]["shape"] == [80, 4]
