@@ -1,30 +1,32 @@
-"""The stage cache's warm paths against a cold run, timed in one run on this machine.
+"""The stage cache's warm paths against a cold run: medians of interleaved runs, CPU beside wall.
 
 ```
 python benchmarks/cache.py                    # the paper suite, --workers 2, as README command 1 runs
 python benchmarks/cache.py --suite smoke      # a quick look
 python benchmarks/cache.py --data-dir ../shared/datasets   # the real data read from UCI source files
+python benchmarks/cache.py --cmd main=../main/.venv/bin/cmbench --cmd here=.venv/bin/cmbench
+                                              # two installs, their runs interleaved
 ```
 
-Runs of ``cmbench suite SUITE --workers N`` in a fresh output folder, each in a
-subprocess (imports and the report included, as a user would see them):
+Runs of ``cmbench suite SUITE --workers N``, each in a subprocess (imports and
+the report included, as a user would see them):
 
-1. cold;
+1. cold, in a fresh output folder;
 2. the same command again (computes nothing): target at most 2 s or 10% of cold;
-3. with ``--plugin winsorized.py`` (the README's example): target at most 15% of cold,
-   and its cube equal to a cold run with the plugin (run 5, all variables but ``seconds``);
+3. with ``--plugin winsorized.py`` (the README's example): target at most 15% of cold
+   in CPU seconds, and its cube equal to a cold run with the plugin (run 5, all
+   variables but ``seconds``);
 4. after editing the plugin's default parameter: target at most 15% of cold;
 5. cold with the original plugin in another folder (for the equality check of 3 only).
 
-Runs 2-4 are repeated ``--repeat`` times (default 3), each from the very state
-it follows (the output folder copied after run 1, and after the first run 3,
-restored in place): the median is compared, since single runs on a shared
-machine move by 10-30%. Run 1 is repeated ``--cold-repeat`` times (default 3)
-in fresh folders, one after each round of warm runs, and the ratios divide by
-the median: a single cold run taken while the machine is slow or fast moved
-every ratio by as much as the targets leave. It prints each time, the three
-ratios and PASS/FAIL, the load average, and the CPU seconds of each run with
-its workers; it always exits 0 (it is a report).
+Each round runs 1-4 once (2 and 3 from the state run 1 left, 4 from the
+state 3 left, restored in place), for every command given with ``--cmd``,
+one after the other: ``--rounds`` rounds (default 5), so that the machine's
+drift falls on every configuration alike. Each figure is the median over the
+rounds, of wall time and of CPU seconds (the run and its worker processes)
+separately; the ratios divide by the cold median. On a shared machine the CPU
+seconds are the steadier measure. It prints every run, the medians, the
+ratios with PASS/FAIL and the load average; it always exits 0 (it is a report).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import argparse
 import contextlib
 import os
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,14 +64,39 @@ def child_env(**extra) -> dict:
     return env
 
 
-def timed(args: list, cwd: Path, allowed: tuple = (0,)) -> tuple[float, float]:
+#: the command that runs cmbench (`--cmd`; default this interpreter's)
+CMD = [sys.executable, "-m", "cmbench.cli"]
+
+
+def adopt_orphans() -> None:
+    """Make this process the reaper of its orphaned descendants (Linux), so that their CPU
+    seconds count in ``RUSAGE_CHILDREN``: a forkserver (`cmbench.forking`) reaps the workers it
+    forked, and ends after its cmbench process, whose parent it then no longer is."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_CHILD_SUBREAPER = 36
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans() -> None:
+    """Wait for every descendant handed to this process (`adopt_orphans`), so that its CPU counts."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def timed(args: list, cwd: Path, allowed: tuple = (0,), cmd: list | None = None) -> tuple[float, float]:
     """Wall seconds of one CLI run, and CPU seconds of it and its worker processes; exits
     unless its exit code is in ``allowed``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", *args], cwd=cwd, env=child_env(),
+    proc = subprocess.run([*(cmd or CMD), *args], cwd=cwd, env=child_env(),
                           capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    reap_orphans()  # the forkserver and the resource tracker end just after cmbench
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in allowed:  # the paper suite has no failed cell: anything else is a broken run
         sys.exit(f"cmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -79,14 +107,15 @@ def same_cubes(a: Path, b: Path) -> str:
     """'' when every cube in ``a`` equals its namesake in ``b`` (all variables but seconds), else why not."""
     import xarray as xr
 
+    differs = []
     for path in sorted(a.glob("*.nc")):
         with xr.open_dataset(path) as x, xr.open_dataset(b / path.name) as y:
             for v in x.data_vars:
                 if v == "seconds":
                     continue
                 if v not in y or not np.array_equal(x[v].values, y[v].values, equal_nan=x[v].dtype.kind == "f"):
-                    return f"{path.name}: {v} differs"
-    return ""
+                    differs.append(f"{path.name}: {v} differs")
+    return "; ".join(differs)
 
 
 def snapshot(folder: Path, to: Path) -> Path:
@@ -102,8 +131,8 @@ def restore(state: Path, folder: Path) -> None:
 
 
 def median(pairs: list) -> tuple[float, float]:
-    """The run of median wall time among ``(wall, cpu)`` pairs."""
-    return sorted(pairs)[len(pairs) // 2]
+    """The median wall time and the median CPU seconds of ``(wall, cpu)`` pairs (each on its own)."""
+    return float(np.median([w for w, _ in pairs])), float(np.median([c for _, c in pairs]))
 
 
 def suite_args(doc: str) -> argparse.Namespace:
@@ -113,11 +142,13 @@ def suite_args(doc: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--suite", default="paper")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="warm runs of each kind, each from the same state; the median is compared")
-    parser.add_argument("--cold-repeat", type=int, default=3,
-                        help="cold runs (the first, then one after each round of warm runs, in a fresh "
-                             "folder); the median is the cold time the ratios divide by")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds of interleaved runs (cold, unchanged, plugin, edited); medians compared")
+    parser.add_argument("--cmd", action="append", default=[], metavar="NAME=COMMAND",
+                        help="a cmbench command to time (e.g. main=../main/.venv/bin/cmbench); repeatable, "
+                             "the commands' runs interleaved; default this interpreter's cmbench")
+    parser.add_argument("--no-report", action="store_true",
+                        help="time the sweeps alone (cmbench suite --no-report)")
     parser.add_argument("--plugin", default=None, metavar="FILE", type=Path,
                         help="time this plugin file in place of the README's example (its default "
                              "parameter edited: every '0.05' made '0.1')")
@@ -126,6 +157,12 @@ def suite_args(doc: str) -> argparse.Namespace:
                              "../shared/datasets); default: the tables shipped in the package, as README "
                              "command 1 runs")
     args = parser.parse_args()
+    args.cmds = {}
+    for item in args.cmd or [f"here={shlex.join(CMD)}"]:
+        name, sep, command = item.partition("=")
+        if not sep or not command:
+            parser.error(f"--cmd {item!r}: expected NAME=COMMAND")
+        args.cmds[name] = shlex.split(command)
     args.plugin_text = WINSORIZED if args.plugin is None else args.plugin.read_text()
     if "0.05" not in args.plugin_text:
         parser.error(f"--plugin {args.plugin}: no '0.05' to edit")
@@ -144,64 +181,75 @@ def bench_folder(prefix: str, args: argparse.Namespace) -> Iterator[tuple[Path, 
         tmp = Path(tmp)
         plugin = tmp / "winsorized.py"
         plugin.write_text(args.plugin_text)
-        yield tmp, plugin, ["suite", args.suite, "--workers", str(args.workers)]
+        yield tmp, plugin, ["suite", args.suite, "--workers", str(args.workers),
+                            *(["--no-report"] if getattr(args, "no_report", False) else [])]
 
 
 def main() -> None:
     args = suite_args(__doc__)
-    load_before = f"{os.getloadavg()[0]:.1f}"
+    adopt_orphans()
+    load_before = os.getloadavg()
+    kinds = ("cold", "unchanged", "plugin", "edited")
+    runs = {name: {k: [] for k in kinds} for name in args.cmds}
+    diffs = {}
     with bench_folder("cmbench-cache-bench-", args) as (tmp, plugin, base):
-        folder = tmp / "out"
-        out = ["--out", str(folder)]
-        colds = [timed(base + out, tmp)]
-        states = {"cold": snapshot(folder, tmp / "state-cold")}
-        runs: dict = {"unchanged": [], "plugin": [], "edited": []}
-        for i in range(max(args.repeat, args.cold_repeat - 1)):  # each warm run from the same state
-            if len(colds) < args.cold_repeat:  # the machine's speed drifts: cold runs spread over the runs
-                again = tmp / f"cold-{i}"
-                colds.append(timed(base + ["--out", str(again)], tmp))
-                shutil.rmtree(again)
-            if i >= args.repeat:
-                continue
-            restore(states["cold"], folder)
-            runs["unchanged"].append(timed(base + out, tmp))
-            restore(states["cold"], folder)
-            plugin.write_text(args.plugin_text)
-            runs["plugin"].append(timed(base + out + ["--plugin", str(plugin)], tmp))
-            if "plugin" not in states:
-                states["plugin"] = snapshot(folder, tmp / "state-plugin")
-            restore(states["plugin"], folder)
-            plugin.write_text(args.plugin_text.replace("0.05", "0.1"))
-            runs["edited"].append(timed(base + out + ["--plugin", str(plugin)], tmp))
-        (warm, warm_cpu), (plug, plug_cpu), (edited, edited_cpu) = (median(runs[k]) for k in runs)
-        cold, cold_cpu = median(colds)
-        name = next(p.name for p in folder.iterdir() if p.is_dir())
-        kept = states["plugin"] / name
-        (tmp / "ref").mkdir()
-        original = tmp / "ref" / "winsorized.py"
-        original.write_text(args.plugin_text)
-        cold_plug, cold_plug_cpu = timed(base + ["--out", str(tmp / "ref"), "--plugin", str(original)], tmp)
-        diff = same_cubes(kept, tmp / "ref" / name)
+        for i in range(args.rounds):
+            order = list(args.cmds.items())
+            for name, cmd in order[i % len(order):] + order[:i % len(order)]:  # who goes first rotates
+                folder = tmp / name / "out"
+                out = ["--out", str(folder)]
+                shutil.rmtree(folder, ignore_errors=True)
+                runs[name]["cold"].append(timed(base + out, tmp, cmd=cmd))
+                cold_state = tmp / name / "state-cold"
+                shutil.rmtree(cold_state, ignore_errors=True)
+                snapshot(folder, cold_state)
+                runs[name]["unchanged"].append(timed(base + out, tmp, cmd=cmd))
+                restore(cold_state, folder)
+                plugin.write_text(args.plugin_text)
+                runs[name]["plugin"].append(timed(base + out + ["--plugin", str(plugin)], tmp, cmd=cmd))
+                if i == 0:  # the cube with the plugin against a cold run with it
+                    suite_name = next(p.name for p in folder.iterdir() if p.is_dir())
+                    ref = tmp / name / "ref"
+                    ref.mkdir()
+                    original = ref / "winsorized.py"
+                    original.write_text(args.plugin_text)
+                    timed(base + ["--out", str(ref), "--plugin", str(original)], tmp, cmd=cmd)
+                    diffs[name] = same_cubes(folder / suite_name, ref / suite_name)
+                plugin.write_text(args.plugin_text.replace("0.05", "0.1"))
+                runs[name]["edited"].append(timed(base + out + ["--plugin", str(plugin)], tmp, cmd=cmd))
+                print(f"round {i + 1}, {name}: " + "; ".join(f"{k} {w:.2f} s wall {c:.1f} s CPU"
+                                                            for k in kinds for w, c in [runs[name][k][-1]]),
+                      flush=True)
 
-    def row(label, t, ratio, ok, note=""):
-        print(f"{label:<34} {'PASS' if ok else 'FAIL'}   {t:6.2f} s  {100 * ratio:5.1f}% of cold{note}")
+        names = list(args.cmds)
+        for other in names[1:]:  # the last cold runs' cubes of each command against the first's
+            a, b = tmp / names[0] / "state-cold", tmp / other / "state-cold"
+            suite_name = next(p.name for p in a.iterdir() if p.is_dir())
+            diff = same_cubes(a / suite_name, b / suite_name)
+            print(f"cold cubes of {other} against {names[0]} (every variable of {names[0]}'s but seconds): "
+                  + (diff or "identical"))
 
-    print(f"cmbench {' '.join(base)} ({os.cpu_count()} cores; load average {load_before} before, "
-          f"{os.getloadavg()[0]:.1f} after; real data from "
-          f"{'source files in ' + str(DATA_DIR) if DATA_DIR else 'the shipped tables'})")
-    print(f"{'cold':<34}        {cold:6.2f} s   (the median of {len(colds)}: "
-          + " ".join(f"{w:.2f}" for w, _ in colds) + f"; warm runs below: the median of {args.repeat}, "
-          f"each from the same state; all: " + "; ".join(
-              f"{k} " + " ".join(f"{w:.2f}" for w, _ in v) for k, v in runs.items()) + ")")
-    row("warm, unchanged", warm, warm / cold, warm <= max(2.0, 0.10 * cold), "  (target <= 2 s or 10%)")
-    row("warm, --plugin winsorized.py", plug, plug / cold, plug <= 0.15 * cold and not diff,
-        "  (target <= 15%; cube " + ("equals a cold run with the plugin)" if not diff else f"DIFFERS: {diff})"))
-    row("warm, plugin's default edited", edited, edited / cold, edited <= 0.15 * cold, "  (target <= 15%)")
-    print(f"{'cold with the plugin (reference)':<34}        {cold_plug:6.2f} s")
-    # on a shared machine wall times follow the load; CPU seconds (the run and its workers) do not
-    print("CPU seconds: " + ", ".join(f"{label} {c:.1f} ({100 * c / cold_cpu:.1f}%)"
-                                      for label, c in (("cold", cold_cpu), ("unchanged", warm_cpu),
-                                                       ("plugin", plug_cpu), ("edited", edited_cpu))))
+    load_after = os.getloadavg()
+    print(f"\ncmbench {' '.join(base)} ({os.cpu_count()} cores; load average 1/5/15 min "
+          f"{'/'.join(f'{v:.1f}' for v in load_before)} before, {'/'.join(f'{v:.1f}' for v in load_after)} "
+          f"after; real data from {'source files in ' + str(DATA_DIR) if DATA_DIR else 'the shipped tables'}; "
+          f"medians of {args.rounds} interleaved rounds)")
+    for name in args.cmds:
+        med = {k: median(runs[name][k]) for k in kinds}
+        (cold, cold_cpu) = med["cold"]
+        print(f"\n[{name}] {shlex.join(args.cmds[name])}")
+        print(f"{'':<32} {'wall s':>8} {'CPU s':>8} {'wall %':>7} {'CPU %':>7}")
+        for k in kinds:
+            w, c = med[k]
+            print(f"{k:<32} {w:8.2f} {c:8.1f} {100 * w / cold:6.1f}% {100 * c / cold_cpu:6.1f}%")
+        w, c = med["unchanged"]
+        print(f"unchanged rerun <= max(2 s, 10%): {'PASS' if w <= max(2.0, 0.10 * cold) else 'FAIL'} (wall)")
+        for k in ("plugin", "edited"):
+            w, c = med[k]
+            print(f"{k} <= 15% of cold in CPU seconds: {'PASS' if c <= 0.15 * cold_cpu else 'FAIL'}; "
+                  f"in wall time: {'PASS' if w <= 0.15 * cold else 'FAIL'}")
+        print("cube with the plugin " + ("equals a cold run with it" if not diffs.get(name)
+                                          else f"DIFFERS from a cold run with it: {diffs[name]}"))
 
 
 if __name__ == "__main__":

@@ -186,11 +186,9 @@ def run_suite(
     stats = stats if stats is not None else _Progress()
     options = {}
     if report:
-        from .report.helpers import preload
         from .report.outputs import report_step
 
-        options.update(while_computing=preload,  # the report step's imports, while units compute
-                       then=report_step(workers, scheduler))  # before the run lets go of the output folder
+        options["then"] = report_step(workers, scheduler)  # before the run lets go of the output folder
     return _run(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins, timeout=timeout,
                 resume=resume, progress=progress, stats=stats, cache_size=cache_size,
                 experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,

@@ -377,6 +377,8 @@ def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[
 def probe_metric(decl: Metric, mu_hat: np.ndarray, data: Data, params: Optional[dict] = None) -> Probe:
     """Evaluate metric ``decl`` at ``mu_hat`` and at the true mean; check its contract."""
     params = dict(decl.params if params is None else params)
+    if "inlier_mean" in getattr(decl, "inputs", ()):  # the runner's input (`cmbench.Metric`): an
+        params["inlier_mean"] = np.array(data.mean, dtype=float)  # uncorrupted sample's, exact here
     probe = Probe()
     value_check, _, same_check = CHECKS["metrics"][:3]
     values = []

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import collections
-import gc
 import sys
 from pathlib import Path
 
@@ -152,7 +151,6 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
           experiments, select, dry_run, fail_fast, post_mortem) -> None:
     """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
     from .cube import STATUSES, failures
-    from .report.helpers import preload  # its plotting libraries load only when it is called
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
     from .options import check_run_options, parse_workers
@@ -173,7 +171,6 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
                           timeout=timeout, resume=resume, progress=progress, stats=stats,
                           cache_size=cache_size, experiments=experiments, select=select,
                           fail_fast=fail_fast, post_mortem=post_mortem,
-                          while_computing=preload if report else None,  # while units compute
                           then=report_step(workers, scheduler) if report else None)  # under the run lock
     except HelperError as exc:
         click.echo(f"cmbench: error: {exc}", err=True)
@@ -496,33 +493,9 @@ def _table(header, rows) -> None:
         click.echo(line(row))
 
 
-#: the cyclic garbage collector's thresholds in the console script (CPython's default:
-#: 700, 10, 10). Importing xarray, pandas and matplotlib allocates hundreds of
-#: thousands of objects, and each 700 allocations start a collection: about 1,060
-#: collections and 0.43 s of CPU in a suite run with a new estimator (client and
-#: report helpers), 27 and 0.16 s with these (benchmarks/README.md).
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
 def run() -> None:
-    """The console script: `main`, with fewer garbage collections, and an exit that skips
-    the interpreter's last ones.
-
-    Collections run less often (`GC_THRESHOLDS`) in this process and in the
-    processes forked from it. At exit CPython collects cycles over the whole
-    heap (xarray, pandas, matplotlib, the results) before freeing it: about
-    0.3 s on 2 cores after a suite run, a fifth of a rerun that computes
-    nothing. Objects frozen (`gc.freeze`) are left to the operating system.
-    Nothing is skipped otherwise: ``atexit`` handlers run, buffers are
-    flushed, and every file cmbench writes is closed (and renamed into place)
-    by then. A program that calls `main` or `cmbench.run_suite` keeps its own
-    collector settings.
-    """
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        main()  # standalone: ends with SystemExit
-    finally:
-        gc.freeze()
+    """The console script: `main`."""
+    main()  # standalone: ends with SystemExit
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Union
 
 import numpy as np
 
@@ -197,9 +197,17 @@ class Dataset(Component):
     ``cmbench datasets``; ``files`` the data files it needs (empty for
     generated data); ``folder`` the sub-folder of the data directory that holds
     them; ``table`` an optional `ShippedTable` used when those files are absent.
+
+    A generated data set whose size follows its parameters gives ``shape`` as
+    a callable, ``shape(**params) -> (N, n)`` (called with the declared
+    defaults updated by the suite's values, no ``instance`` or ``rng``): the
+    suite's size check and ``--dry-run`` then know N x n before anything is
+    allocated (`shape_for`), and the cube describes it by that shape and its
+    ``rank`` without loading it in the runner's own process (no structure A:
+    a data set with a known A gives a fixed ``shape``, or none).
     """
 
-    shape: Optional[tuple] = None
+    shape: Optional[Union[tuple, Callable[..., tuple]]] = None
     rank: Optional[int] = None
     files: tuple = ()
     folder: str = ""
@@ -207,6 +215,22 @@ class Dataset(Component):
 
     kind = "dataset"
     contract_args = ("instance", "rng")
+
+    def shape_for(self, params: Optional[Mapping[str, Any]] = None) -> Optional[tuple]:
+        """The (N, n) this data set loads with ``params`` (its defaults updated by them), as far
+        as its declaration tells without loading: None when it does not, or its ``shape``
+        callable raises or returns something else than two positive integers."""
+        shape = self.shape
+        if callable(shape):
+            try:
+                shape = shape(**{**self.params, **(params or {})})
+            except Exception:  # a size it cannot tell from these parameters: known once loaded
+                return None
+        try:
+            N, n = (int(v) for v in shape)
+        except (TypeError, ValueError):
+            return None
+        return (N, n) if N > 0 and n > 0 else None
 
 
 @dataclass(frozen=True)
@@ -218,14 +242,31 @@ class Metric(Component):
     has no value (e.g. Mahalanobis without a covariance); raise `Undefined` to
     say the same with a reason. A suite's ``metrics = [...]`` names metrics;
     the cube holds one variable per metric and the report one page each.
+
+    ``inputs`` names what else the metric needs from the runner, each passed
+    as a keyword argument: ``"inlier_mean"`` is the (n,) mean of the rows the
+    adversary left untouched (rows of the corrupted sample equal to the clean
+    ones; all NaN when it touched every row), so that
+    ``fn(mu_hat, data, inlier_mean=m, **params)`` can measure an excess error.
     """
 
-    #: what else the runner passes as keywords, e.g. ``("inlier_mean",)``: the
-    #: (n,) mean of the rows the adversary left untouched
     inputs: tuple = ()
 
     kind = "metric"
     contract_args = ()
+    #: what a metric may ask for in ``inputs``
+    INPUTS = ("inlier_mean",)
+
+    def __post_init__(self) -> None:
+        inputs = (self.inputs,) if isinstance(self.inputs, str) else tuple(self.inputs or ())
+        unknown = [i for i in inputs if i not in self.INPUTS]
+        if unknown:
+            raise ValueError(f"metric {self.name!r}: unknown inputs {unknown}; a metric may ask for "
+                             f"{', '.join(self.INPUTS)}")
+        object.__setattr__(self, "inputs", inputs)
+        if self.params is None:  # what the runner passes is not a parameter a suite sets
+            object.__setattr__(self, "params", signature_defaults(self.fn, inputs))
+        super().__post_init__()
 
 
 @dataclass(frozen=True, eq=False)

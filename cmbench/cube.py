@@ -51,7 +51,9 @@ TEXT_VARS = ("status", "error", "traceback")  # per cell; the traceback of a fai
 RECOVERY_VARS = ("recovered_fraction", "recovery_rmse", "discarded_fraction")
 #: a recoverer's own diagnostics (its ``info`` dict), NaN where it reports none
 RECOVERY_INFO_VARS = ("converged", "iterations")
-CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv")
+#: ``inlier_l2``: the l2 error of the mean of the rows the adversary left untouched (the
+#: sample-level studies' "sampling error"; `cmbench.runner.metrics.inlier_mean`)
+CORRUPTION_VARS = ("d_entry1", "d_entry_inf", "d_tv", "inlier_l2")
 #: every variable the runner writes, with its dims (a metric of a plugin has DIMS too)
 VARIABLES = {**{v: DIMS for v in (*CELL_VARS, *TEXT_VARS)},
              **{v: RECOVERY_DIMS for v in (*RECOVERY_VARS, *RECOVERY_INFO_VARS)},
@@ -325,7 +327,7 @@ def _environment() -> dict:
 
     import scipy
     # scipy.linalg loads scipy's own BLAS, which the recoverers use: listed always, so that the
-    # list does not depend on what else this process happened to import (`runner.warmup`)
+    # list does not depend on what else this process happened to import
     import scipy.linalg  # noqa: F401
 
     env = {"python": f"{platform.python_implementation()} {sys.version.split()[0]}",

@@ -792,7 +792,7 @@ def status(registry: Any) -> list[dict]:
     """
     rows = []
     for name, ds in sorted(registry.datasets.items()):
-        row = {"name": name, "shape": ds.shape, "rank": ds.rank, "present": None, "copy": None,
+        row = {"name": name, "shape": ds.shape_for(), "rank": ds.rank, "present": None, "copy": None,
                "where": None, "error": None}
         if ds.files:
             looked = [str(base / ds.folder) for base in data_dirs()]

@@ -1,100 +1,115 @@
-"""When a child process may be forked from this one, rather than spawned; and how a child
-ends with its parent.
+"""How cmbench starts its child processes, and how a child ends with its parent.
 
-A forked child starts with the parent's modules and objects (no imports, no
-rebuild of the suite), so it costs a fraction of a spawned one. It is also a
-copy of the parent at one instant: a lock that another thread of the parent
-held then stays held in the child for ever. Forking is therefore used only on
-Linux, with no other Python thread running and no Dask client made in this
-process (its threads and event loop). Native threads of the BLAS libraries are
-not Python threads; OpenBLAS shuts its pool down around a fork itself.
+Children are started by the ``forkserver`` method where the platform has it
+(Linux), else by ``spawn``: `context`. A forkserver is a clean process started
+once per cmbench process; it imports `PRELOAD` (numpy, scipy, the runner and
+the built-in plugins) once, and every child forked from it starts with those
+modules. It holds none of the parent's threads, locks or open descriptors (the
+run lock's included), so none of what forking the parent itself needed (a
+thread census, freezing the heap, closing inherited descriptors) applies.
 
-Native threads that a plugin's import may have started (an OpenMP runtime,
-say) cannot be seen from Python: where one makes forked children hang, the
-environment variable of each use forces ``spawn`` (`start_method`).
-
-Used by the sweep's first pool of local workers (`cmbench.runner.executors`,
-``CMBENCH_WORKER_START``) and by the report's helpers (`cmbench.report.helpers`,
-``CMBENCH_REPORT_START``). Both kinds of children, forked or spawned, call
-`exit_with_parent`: a parent killed by SIGKILL runs no cleanup, and a child
-waiting for its next task would otherwise wait for ever. Forked ones also
-`close_inherited` the run lock.
+A parent killed by SIGKILL runs no cleanup, and a child waiting for its next
+task would wait for ever: every child calls `exit_with_parent`.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import sys
 import threading
+from multiprocessing.context import BaseContext
+from typing import Iterable
 
-__all__ = ["close_inherited", "exit_with_parent", "fork_is_safe", "other_threads", "start_method"]
+__all__ = ["PRELOAD", "WORKER_ENV", "context", "exit_with_parent"]
+
+#: Modules a forkserver imports once for all its children: what a sweep's worker needs
+#: before its first unit (imports that fail are left to the child, which reports them).
+PRELOAD = ("numpy", "scipy.linalg", "scipy.optimize", "scipy.stats", "threadpoolctl", "xxhash",
+           "cmbench.runner.units", "cmbench.bundle", "cmbench.plugins")
+
+#: The environment of every worker process, local or Dask: one BLAS/OpenMP thread,
+#: since several threads per worker would oversubscribe the cores and change last bits.
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+_LOCK = threading.Lock()
+_PRELOADS: list = []  # what `context` was asked to preload, in order
 
 
-def start_method(variable: str) -> str:
-    """``"fork"`` where `fork_is_safe`, else ``"spawn"``; the environment ``variable``
-    (``fork`` or ``spawn``) overrides the choice.
+def context(preload: Iterable[str] = PRELOAD) -> BaseContext:
+    """The multiprocessing context of cmbench's child processes: forkserver, else spawn.
 
-    Raises
-    ------
-    cmbench.errors.UserError
-        ``variable`` names another method, or one this platform lacks.
+    ``preload``: modules the forkserver imports before its first child. The
+    forkserver is one per process and starts at the first call here: modules
+    asked for later are imported by each child instead. It starts with
+    `WORKER_ENV` in its environment, so that the BLAS libraries it loads
+    start one thread each.
     """
-    forced = os.environ.get(variable, "").strip()
-    if forced:
-        if forced not in ("fork", "spawn") or forced not in mp.get_all_start_methods():
-            from .errors import UserError
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    with _LOCK:
+        for name in preload:
+            if name not in _PRELOADS:
+                _PRELOADS.append(name)
+        ctx.set_forkserver_preload(list(_PRELOADS))
+        from multiprocessing import forkserver
 
-            raise UserError(f"{variable}={forced!r}: expected 'fork' or 'spawn' "
-                            f"(this platform has {', '.join(mp.get_all_start_methods())})")
-        return forced
-    return "fork" if fork_is_safe() else "spawn"
-
-
-def fork_is_safe() -> bool:
-    """Whether forking this process now cannot copy a lock held by another thread (see above)."""
-    client = sys.modules.get("distributed.client")  # xarray imports distributed; a client is what counts
-    return (sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
-            and not other_threads() and not getattr(client, "_global_clients", None))
-
-
-def other_threads() -> list:
-    """Threads other than this one, but tqdm's progress-bar monitor: it sleeps once the
-    run's bar is closed, and the only lock it takes is tqdm's, which a child never uses."""
-    monitor = getattr(sys.modules.get("tqdm._monitor"), "TMonitor", None)
-    return [t for t in threading.enumerate() if t is not threading.current_thread()
-            and not (monitor is not None and isinstance(t, monitor))]
+        # The server inherits this process's environment when it starts (once; later calls
+        # return at once): for that moment only, the environment its BLAS libraries read.
+        saved = {k: os.environ.get(k) for k in WORKER_ENV}
+        os.environ.update(WORKER_ENV)
+        try:
+            forkserver.ensure_running()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return ctx
 
 
 def exit_with_parent(parent: int, interval: float = 0.5) -> None:
-    """End this process within ``interval`` seconds of its parent ``parent`` (a pid) being
-    gone, even killed by SIGKILL: a daemon thread watches ``os.getppid()``."""
+    """End this process when the process ``parent`` (a pid) is gone, even killed by SIGKILL.
+
+    On Linux the kernel sends this process SIGKILL when its own parent (the
+    forkserver, or ``parent`` itself for a spawned child) ends
+    (``PR_SET_PDEATHSIG``); a forkserver ends as soon as the process that
+    started it is gone. Elsewhere, and as a backstop, a daemon thread checks
+    every ``interval`` seconds that ``parent`` is alive and this process has
+    not been handed to another parent.
+    """
+    first = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the thread below does it
+            pass
+
+    def gone() -> bool:
+        if os.getppid() != first:
+            return True
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, owned by another user (a reused pid at worst)
+            return False
+        return False
+
+    if gone():  # the parent died before the request above took effect
+        os._exit(1)
+
     def watch() -> None:
         import time
 
-        while os.getppid() == parent:
+        while not gone():
             time.sleep(interval)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="cmbench-parent-watch").start()
-
-
-def close_inherited(paths: tuple) -> None:
-    """Close this forked child's copies of the parent's descriptors open on ``paths``.
-
-    The run lock is a ``flock`` on a descriptor that a fork duplicates (filelock
-    3.x leaves it open in a child; 4.x closes it itself): were the parent
-    killed, a child still holding its copy would hold the lock until it noticed
-    (`exit_with_parent`), and a rerun started meanwhile would be refused.
-    Closing a copy leaves the parent's lock in place.
-    """
-    wanted = {os.path.realpath(p) for p in paths}
-    try:
-        fds = os.listdir("/proc/self/fd")
-    except OSError:
-        return
-    for fd in fds:
-        try:
-            if os.path.realpath(os.readlink(f"/proc/self/fd/{fd}")) in wanted:
-                os.close(int(fd))
-        except OSError:
-            continue

@@ -397,6 +397,8 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
     args, kwargs = _CALLS[kind](item)
     if getattr(item, "adaptive", False):
         kwargs = dict(kwargs, pipeline=None)
+    if getattr(item, "inputs", ()):  # a metric's inputs from the runner (`cmbench.Metric`)
+        kwargs = dict(kwargs, **{name: None for name in item.inputs})
     try:
         sig.bind(*args, **kwargs, **params)
     except TypeError as exc:

@@ -601,6 +601,11 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
     _no_duplicates(ctx.at("metrics"), "label", [e.label for e in metric_entries])
     metrics = tuple(e.label for e in metric_entries)
     metric_entries += [_entry(ctx, "metrics", name, registry) for name in ALWAYS_METRICS if name not in metrics]
+    for key, kind in COMPONENT_LISTS.items():
+        for entry in lists[key]:
+            _check_budget_bound(ctx.at(key), kind, entry, budgets)
+    for entry in metric_entries:
+        _check_budget_bound(ctx.at("metrics"), "metrics", entry, budgets)
     methods = _methods(ctx.at("methods"), table.get("methods", {}), lists)
     claims = _claims(ctx, table.get("claim", []), methods, lists, metrics) if with_claims else ()
     if methods:
@@ -695,6 +700,38 @@ def _entries(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> list[Entry]
     return entries
 
 
+#: A parameter given this value in a suite receives the cell's budget (`bind`), e.g.
+#: ``{ name = "filter", eps = "@budget" }``: the filter runs with eps equal to the budget.
+BUDGET = "@budget"
+
+
+def bind(params: Mapping[str, Any], budget: float) -> dict:
+    """``params`` with every `BUDGET` value replaced by ``budget`` (the runner's call)."""
+    return {k: (budget if isinstance(v, str) and v == BUDGET else v) for k, v in params.items()}
+
+
+def _check_budget_param(ctx: _Ctx, kind: str, name: str, default: Any) -> None:
+    """A parameter bound to the budget must take a number: a float (or None) by default."""
+    if kind == "datasets":
+        raise ctx.error(f"data set {name!r}: {BUDGET!r} binds a parameter to the cell's budget, but a "
+                        "data set is loaded once for every budget; give a value")
+    if default is not None and (isinstance(default, bool) or not isinstance(default, float)):
+        raise ctx.error(f"{SINGULAR[kind]} {name!r}: {BUDGET!r} gives a budget (a float), but the default "
+                        f"is {default!r}")
+
+
+def _check_budget_bound(ctx: _Ctx, kind: str, entry: Entry, budgets: Sequence[float]) -> None:
+    """Every budget of the experiment must be a value the component allows where it is bound."""
+    for key, value in entry.params.items():
+        if not (isinstance(value, str) and value == BUDGET):
+            continue
+        for budget in budgets:
+            problem = domain_problem(entry.decl, key, float(budget))
+            if problem:
+                raise ctx.error(f"{SINGULAR[kind]} {entry.label!r}: {key} = {BUDGET!r} at budget "
+                                f"{budget:g}: {problem}; narrow the budgets or bind a value")
+
+
 def _is_grid(kind: str, decl: Component, key: str) -> bool:
     if kind == "recoverers" and key == "rank" and key not in decl.params:
         return True
@@ -740,6 +777,9 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
             raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r} has no parameter {key!r}; "
                                     f"its parameters: {valid}" + (f" ({hint})" if hint else ""))
     for key, value in overrides.items():
+        if value == BUDGET:  # checked against the experiment's budgets (`_check_budget_bound`)
+            _check_budget_param(ctx.at(key), kind, name, decl.params.get(key))
+            continue
         _check_param_type(ctx.at(key), decl.params.get(key), value)
         problem = domain_problem(decl, key, value)
         if problem:
@@ -995,10 +1035,15 @@ def size_limits() -> tuple[int, float]:
 def _data_size(entry: Entry) -> Optional[tuple[int, int]]:
     """The (N, n) a data set entry will load, as far as its parameters tell before loading.
 
-    ``N`` is the conventional sample-size parameter and ``blocks`` the synthetic
-    structure's ``[rows, cols]`` pairs; otherwise the declared nominal shape.
+    The declaration's `cmbench.Dataset.shape_for` first (a ``shape`` callable
+    of the parameters); else ``N`` (the conventional sample-size parameter)
+    and ``blocks`` (the synthetic structure's ``[rows, cols]`` pairs) over the
+    declared nominal shape.
     """
-    shape = getattr(entry.decl, "shape", None)
+    decl = entry.decl
+    if callable(getattr(decl, "shape", None)):
+        return decl.shape_for(entry.params)
+    shape = getattr(decl, "shape", None)
     N = entry.params.get("N")
     N = N if isinstance(N, int) and not isinstance(N, bool) else (shape[0] if shape else None)
     n = shape[1] if shape else None

@@ -1,76 +1,81 @@
-"""Local workers forked where that is safe, spawned otherwise, with the same results either way."""
+"""Worker processes come from a standard pool (forkserver, else spawn) and end with their parent."""
+import multiprocessing as mp
 import os
+import subprocess
 import sys
-import threading
+import textwrap
+import time
 
-import numpy as np
 import pytest
-import xarray as xr
 
-from cmbench.errors import UserError
+from cmbench import forking
 from cmbench.runner import executors
-from conftest import assert_user_error, cli
 
 LINUX = sys.platform.startswith("linux")
 
 
-def _method(pool) -> str:
-    return pool._mp_context.get_start_method()
+def _pid_and_parent(_):
+    return os.getpid(), os.getppid()
 
 
-@pytest.mark.skipif(not LINUX, reason="workers are forked on Linux only")
-def test_first_pool_is_forked_unless_a_thread_runs(monkeypatch):
-    monkeypatch.delenv(executors.WORKER_START_ENV, raising=False)
-    if threading.active_count() == 1:  # an earlier test may have left a thread behind
-        pool = executors.prestart(1)
-        try:
-            assert _method(pool) == "fork"
-        finally:
-            pool.shutdown(cancel_futures=True)
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:  # another thread may hold a lock that a fork would copy held
-        pool = executors.prestart(1)
-        try:
-            assert _method(pool) == "spawn"
-        finally:
-            pool.shutdown(cancel_futures=True)
-    finally:
-        stop.set()
-        thread.join()
-
-
-def test_worker_start_can_be_forced_and_is_checked(monkeypatch):
-    monkeypatch.setenv(executors.WORKER_START_ENV, "spawn")
-    pool = executors.prestart(1)
+def test_workers_start_from_a_forkserver_where_the_platform_has_one():
+    expected = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    assert forking.context().get_start_method() == expected
+    pool = executors.pool(1)
     try:
-        assert _method(pool) == "spawn"
+        pid, parent = pool.submit(_pid_and_parent, None).result()
     finally:
-        pool.shutdown(cancel_futures=True)
-    monkeypatch.setenv(executors.WORKER_START_ENV, "thread")
-    with pytest.raises(UserError, match=executors.WORKER_START_ENV):
-        executors.prestart(1)
+        pool.shutdown()
+    assert pid != os.getpid()
+    if expected == "forkserver":  # a child of the server, which holds none of this process's threads or files
+        assert parent != os.getpid()
 
 
-def test_bad_worker_start_is_a_user_error_on_the_command_line(tmp_path):
-    env = dict(os.environ, CMBENCH_WORKER_START="threads")
-    result = cli("suite", "smoke", "--out", tmp_path / "out", "--workers", "2", "--no-report", env=env)
-    assert_user_error(result.returncode, result.stderr, "CMBENCH_WORKER_START", "'threads'")
+def _env(_):
+    return {k: os.environ.get(k) for k in forking.WORKER_ENV}
 
 
-@pytest.mark.skipif(not LINUX, reason="workers are forked on Linux only")
-def test_forked_and_spawned_workers_give_the_same_cube(tmp_path):
-    cubes = {}
-    for method in ("fork", "spawn"):
-        env = dict(os.environ, CMBENCH_WORKER_START=method)
-        out = tmp_path / method
-        result = cli("suite", "smoke", "--out", out, "--workers", "2", "--no-report", env=env)
-        assert result.returncode == 0, result.stderr
-        cubes[method] = xr.load_dataset(out / "smoke" / "synthetic.nc")
-    a, b = cubes["fork"], cubes["spawn"]
-    assert set(a.data_vars) == set(b.data_vars)
-    for v in a.data_vars:
-        if v != "seconds":
-            same = np.array_equal(a[v].values, b[v].values, equal_nan=a[v].dtype.kind == "f")
-            assert same, f"{v} differs between forked and spawned workers"
+def test_workers_run_one_blas_thread_and_leave_this_process_environment_alone():
+    before = {k: os.environ.get(k) for k in forking.WORKER_ENV}
+    pool = executors.pool(1)
+    try:
+        assert pool.submit(_env, None).result() == forking.WORKER_ENV
+    finally:
+        pool.shutdown()
+    assert {k: os.environ.get(k) for k in forking.WORKER_ENV} == before
+
+
+@pytest.mark.skipif(not LINUX, reason="reads /proc")
+def test_a_pool_worker_ends_within_seconds_of_a_sigkilled_parent(tmp_path):
+    # the parent: a pool with one busy worker, which prints the worker's pid and waits to be killed
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, time
+        from cmbench.runner import executors
+
+        def busy(_):
+            print(os.getpid(), flush=True)
+            time.sleep(120)
+
+        if __name__ == "__main__":
+            pool = executors.pool(1)
+            pool.submit(busy, None)
+            time.sleep(120)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    try:
+        worker = int(proc.stdout.readline())
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.path.exists(f"/proc/{worker}"):
+            with open(f"/proc/{worker}/stat") as f:
+                if f.read().split(") ")[-1].startswith("Z"):
+                    break  # a zombie has ended; its new parent reaps it
+            time.sleep(0.1)
+        alive = os.path.exists(f"/proc/{worker}") and not open(f"/proc/{worker}/stat").read().split(") ")[-1].startswith("Z")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not alive, f"worker {worker} outlived its killed parent"

@@ -384,17 +384,19 @@ def _children(pid: int) -> set[int]:
 
 
 def _workers(pid: int) -> set[int]:
-    """The worker processes of the cmbench process ``pid``: its children but the resource
-    tracker (forked workers share the parent's command line; spawned ones say "spawn")."""
-    kids = set()
+    """The worker processes of the cmbench process ``pid``: its descendants but the resource
+    tracker and the forkserver (workers are the forkserver's children)."""
+    out = set()
     for k in _children(pid):
         try:
             cmdline = Path(f"/proc/{k}/cmdline").read_text()
         except OSError:
             continue
-        if "resource_tracker" not in cmdline:
-            kids.add(k)
-    return kids
+        if "forkserver" in cmdline:  # its children share its command line
+            out |= _children(k)
+        elif "resource_tracker" not in cmdline:
+            out.add(k)
+    return out
 
 
 def _open_files(pid: int) -> set[str]:
@@ -426,7 +428,7 @@ def test_workers_do_not_outlive_a_sigkilled_parent(tmp_path, out):
             workers = _workers(proc.pid)
             time.sleep(0.2)
         assert workers, "no worker process started"
-        # a forked worker closes its copy of the run lock: killed, the parent leaves the folder free
+        # no worker holds a copy of the run lock: killed, the parent leaves the folder free
         lock = os.path.realpath(out / "s" / ".lock")
         assert lock in _open_files(proc.pid), "the run lock is not where this test looks"
         holders = [w for w in workers if lock in _open_files(w)]

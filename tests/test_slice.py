@@ -151,9 +151,9 @@ def test_pdb_opens_the_debugger_at_the_failure(tmp_path, suite_path, monkeypatch
         frames.append(tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
     assert frames[-1] == "_deep_helper"
-    from cmbench.runner import units
+    from cmbench.runner import guard
 
-    assert units.POST_MORTEM is False  # reset after the run
+    assert guard.POST_MORTEM is False  # reset after the run
 
 
 def test_pdb_refuses_other_processes(tmp_path, suite_path):

@@ -101,12 +101,8 @@ def test_the_thread_pool_scan_is_kept_until_a_module_is_imported(monkeypatch):
         assert units._CONTROLLER[0] is not first
 
 
-def test_a_started_pool_runs_the_jobs():
-    pool = executors.prestart(2)
-    try:
-        out = dict(executors.run_jobs([1, 2, 3], operator.neg, workers=2, pool=pool))
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+def test_local_workers_run_the_jobs():
+    out = dict(executors.run_jobs([1, 2, 3], operator.neg, workers=2))
     assert out == {1: -1, 2: -2, 3: -3}
 
 

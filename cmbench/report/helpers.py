@@ -68,9 +68,14 @@ def start_method() -> str:
     cmbench.errors.UserError
         ``CMBENCH_REPORT_START`` names another method, or one this platform lacks.
     """
-    from ..forking import start_method as choose
+    # cmbench.forking no longer forks the parent (issue 32); the report's helpers move to a pool
+    forced = os.environ.get(START_ENV, "").strip()
+    if forced and (forced not in ("fork", "spawn") or forced not in mp.get_all_start_methods()):
+        from ..errors import UserError
 
-    return choose(START_ENV)
+        raise UserError(f"{START_ENV}={forced!r}: expected 'fork' or 'spawn' "
+                        f"(this platform has {', '.join(mp.get_all_start_methods())})")
+    return forced or "spawn"
 
 
 def preload() -> None:
@@ -225,11 +230,9 @@ def _main(tasks, results, k: int, meta: dict, parent: int, inherited: tuple = ()
     would otherwise wait for its next task for ever. A forked one first closes its
     copies of the descriptors open on ``inherited`` (the run lock).
     """
-    from ..forking import close_inherited, exit_with_parent
+    from ..forking import exit_with_parent
 
-    if inherited:
-        close_inherited(inherited)
-    exit_with_parent(parent)
+    exit_with_parent(parent)  # filelock 4 closes the run lock's descriptor in a forked child itself
     what = "starting"
     try:
         import io

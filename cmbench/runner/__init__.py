@@ -1,4 +1,26 @@
-"""The suite runner: sweep an experiment grid in staged units, persist, resume, assemble cubes."""
+"""The suite runner: sweep an experiment grid in staged units, persist, resume, assemble cubes.
+
+From a unit's work to its cube cells::
+
+    run_suite
+      load_suite -> Suite (experiments: datasets x instances x adversaries x budgets
+      |                     x recoverers x estimators; metrics)
+      load_datasets (loading)    each data set's first instance once: its description, or its failure
+      plan                       one Job per (experiment, dataset, instance, adversary, budget)
+      _sweep
+        lookup (stages, store)   per job: the stage cache's records; a Work of what is missing
+        |                        (corrupt? which recoveries? which estimates?), cached matrices by
+        |                        reference (MatrixRef, local workers read them) or by value (Dask)
+        run_jobs (executors)     serial | local process pool | Dask; each job -> execute (units):
+        |                          memo.loaded -> data (memoized per process, capped in bytes)
+        |                          corrupt (guard.run + checks) -> Xc, its distances, its inlier mean
+        |                          recover per recoverer -> Xr, recovery measures
+        |                          estimate per estimator -> mu, metrics -> cell records
+        |                        -> WorkResult (records and encoded matrices)
+        records_of, Store.add    fresh records and matrices into the cache, as each unit arrives
+        unit_result (stages)     cached + fresh records -> the unit's UnitResult
+      assemble -> cube.build     UnitResults -> one xarray cube per experiment -> <out>/<suite>/<exp>.nc
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -14,14 +36,15 @@ from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
 from ..output import inside, writable_folder
 from ..suite import Experiment, Suite, load_suite
-from .executors import prestart, run_jobs
+from .executors import run_jobs
 from .stages import lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
-from . import units
+from . import guard
 from .loading import is_foreign, load_datasets
 from ..cube import FAILURES, UnitResult, failed_cells
-from .units import RECOVERED_TOLERANCE, Job, execute, work_result
-from .warmup import Warmup
+from .jobs import Job, work_result
+from .metrics import RECOVERED_TOLERANCE
+from .units import execute
 
 if TYPE_CHECKING:  # xarray and tqdm load only where they are used: a worker needs neither
     import xarray as xr
@@ -119,7 +142,6 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
               progress: Optional[bool] = None, report: bool = False, stats: Optional[Progress] = None,
               cache_size=None, experiments: Sequence[str] = (), select: Sequence[str] = (),
               fail_fast: bool = False, post_mortem: bool = False,
-              while_computing: Optional[Callable[[], None]] = None,
               then: Optional[Callable[[RunOutputs], None]] = None) -> "dict[str, xr.Dataset]":
     """Run a suite; return its cubes by experiment name.
 
@@ -138,10 +160,7 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     that the whole suite's cubes are never replaced by part of them.
     ``fail_fast`` stops at the first failed cell (`StoppedAtFailure`, no cube
     written); ``post_mortem`` (in-process only) opens the debugger where a
-    plugin raised. ``while_computing`` (say, the report step's imports) runs in
-    a background thread while units compute, beside the cube step's own
-    imports (`warmup`); it must only import, and is done before the cubes
-    are written. A run that computes nothing does not call it. ``then`` (the
+    plugin raised. ``then`` (the
     report step) is called with ``stats.outputs`` once the cubes are written,
     while the output folder is still locked: a second run into the same folder
     is refused until it returns, so that neither replaces the cubes a report
@@ -171,19 +190,17 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     try:
         if not resume:
             store.clear()
-        units.POST_MORTEM = post_mortem
+        guard.POST_MORTEM = post_mortem
         try:
             packed = pack(suite, scheduler)
             try:  # --pdb debugs in this process: no isolation
                 datasets = load_datasets(suite, store, timeout, workers, packed, isolate=not post_mortem)
             except KeyboardInterrupt:
                 raise Interrupted("interrupted while loading the data sets; nothing was computed") from None
-            warm = Warmup(while_computing)
             results = _sweep(suite, store, workers, scheduler, timeout, progress, stats, fail_fast, packed,
-                             datasets, warm)
-            warm.join()  # not after a failure: an interrupted run does not wait for imports
+                             datasets)
         finally:
-            units.POST_MORTEM = False
+            guard.POST_MORTEM = False
         folder = root / "slice" if sliced else root
         written, digests = _write_cubes(suite, results, timeout, store, root, folder, datasets)
         store.evict()
@@ -254,8 +271,7 @@ def _cache_cap(suite: Suite, cache_size) -> int:
 
 
 def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool = False,
-           packed: Optional[SuiteBundle] = None, datasets: Optional[dict] = None,
-           warm: Optional[Warmup] = None) -> dict:
+           packed: Optional[SuiteBundle] = None, datasets: Optional[dict] = None) -> dict:
     """Take every stage the cache holds, compute the rest, store what finished as it arrives.
 
     A unit whose data set failed to load in `load_datasets` takes that failure
@@ -264,47 +280,61 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     packed = packed if packed is not None else pack(suite, scheduler)
     datasets = datasets if datasets is not None else {}
     planned = plan(suite, timeout, packed.digest)
-    results = {exp.name: {} for exp in suite.experiments}
-    todo, pending, known = [], {}, []
-    # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
-    isolate = uses_foreign_plugins(suite) and not units.POST_MORTEM
-    ready = None  # local worker processes, started at the first unit to compute
-    try:
-        for exp, job in planned:
-            keys = unit_keys(suite.seed, exp, job)
-            result, work = lookup(store, exp, keys, ship=bool(scheduler))  # local workers read the cache
-            if work is None:
-                results[exp.name][job.coords] = result
-                continue
-            job = dataclasses.replace(job, work=work)
-            pending[(job.experiment, job.coords)] = (exp, keys)
-            load = datasets.get((exp.name, job.dataset))
-            failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
-            if failure is not None:
-                known.append((job, work_result(dict(failure))))
-                continue
-            todo.append(job)
-            if ready is None and not scheduler and (workers > 1 or isolate):
-                # the workers start (imports, the suite's rebuild) while the rest is looked up
-                ready = prestart(workers, packed, inherited=(store.lock_path,),
-                                 preload=_data_jobs(planned, datasets))
-        if warm is not None and todo and (scheduler or workers > 1 or isolate):
-            warm.start()  # after the lookups, which it would slow: this process now mostly waits
-        return _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, packed, datasets,
-                          planned, results, todo, pending, known, isolate, ready)
-    finally:
-        if ready is not None:  # unused, or the sweep ended early: its workers go
-            ready.shutdown(wait=False, cancel_futures=True)
+    sweep = Sweep(suite=suite, store=store, stats=stats, datasets=datasets, planned=planned,
+                  results={exp.name: {} for exp in suite.experiments}, workers=workers, scheduler=scheduler,
+                  progress=progress, fail_fast=fail_fast, bundle=packed,
+                  # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
+                  isolate=uses_foreign_plugins(suite) and not guard.POST_MORTEM)
+    for exp, job in planned:
+        keys = unit_keys(suite.seed, exp, job)
+        result, work = lookup(store, exp, keys, ship=bool(scheduler))  # local workers read the cache
+        if work is None:
+            sweep.results[exp.name][job.coords] = result
+            continue
+        job = dataclasses.replace(job, work=work)
+        sweep.pending[(job.experiment, job.coords)] = (exp, keys)
+        load = datasets.get((exp.name, job.dataset))
+        failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
+        if failure is not None:
+            sweep.known.append((job, work_result(dict(failure))))
+            continue
+        sweep.todo.append(job)
+        if len(sweep.todo) == 1 and not scheduler and (workers > 1 or sweep.isolate):
+            from ..forking import context
+
+            context()  # the forkserver imports `forking.PRELOAD` while the rest is looked up
+    return _run_units(sweep)
 
 
-def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, packed, datasets, planned,
-               results, todo, pending, known, isolate, ready) -> dict:
-    """Compute ``todo`` (and take the ``known`` failures), storing each unit as it arrives."""
+@dataclass
+class Sweep:
+    """A sweep once its cache lookups are done: what `_run_units` computes and where results go."""
+
+    suite: Suite
+    store: Store
+    stats: Progress
+    datasets: dict  # what `load_datasets` gave
+    planned: list  # every (experiment, job) of the suite
+    results: dict  # experiment name -> coords -> UnitResult, the cached ones already in
+    workers: int = 1
+    scheduler: Optional[str] = None
+    progress: Optional[bool] = None
+    fail_fast: bool = False
+    bundle: Optional[SuiteBundle] = None
+    isolate: bool = False  # run units in a child process even with one worker
+    todo: list = dataclasses.field(default_factory=list)  # jobs to compute
+    pending: dict = dataclasses.field(default_factory=dict)  # (experiment, coords) -> (experiment, keys)
+    known: list = dataclasses.field(default_factory=list)  # (job, result) of units failed without computing
+
+
+def _run_units(sweep: Sweep) -> dict:
+    """Compute ``sweep.todo`` (and take the ``known`` failures), storing each unit as it arrives."""
+    todo, stats, store, datasets = sweep.todo, sweep.stats, sweep.store, sweep.datasets
     # Longest first, so that no worker is left alone with a long unit at the end of the
     # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
     # of equal cost keep the plan's order.
     todo.sort(key=lambda job: -_cost(job, datasets))
-    stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
+    stats.total, stats.cached = len(sweep.planned), len(sweep.planned) - len(todo) - len(sweep.known)
     stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
     import importlib.util
 
@@ -314,27 +344,28 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
     else:  # text (in a notebook without ipywidgets, as tqdm.auto would fall back to, without its warning)
         from tqdm import tqdm
 
+    progress = sweep.progress
     shown = (sys.stderr.isatty() or notebook) if progress is None else progress
-    bar = tqdm(total=len(planned), initial=stats.cached, desc=f"cmbench {suite.name}", unit="unit",
+    bar = tqdm(total=stats.total, initial=stats.cached, desc=f"cmbench {sweep.suite.name}", unit="unit",
                file=sys.stderr, delay=0.5, dynamic_ncols=True, disable=not shown)
     bar.set_postfix(cached=stats.cached, failed=0)
     running = None
     try:
-        running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed, pool=ready,
-                           cost=lambda job: _cost(job, datasets))
-        for job, out in itertools.chain(known, running):
-            exp, keys = pending[(job.experiment, job.coords)]
+        running = run_jobs(todo, execute, sweep.workers, sweep.scheduler, isolate=sweep.isolate,
+                           bundle=sweep.bundle)
+        for job, out in itertools.chain(sweep.known, running):
+            exp, keys = sweep.pending[(job.experiment, job.coords)]
             store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
             fresh, cacheable, matrices = records_of(out, keys)
             # Failed or timed-out records are not stored: the next run computes them again,
             # while everything around them is kept.
             store.add(keys.corruption, cacheable, matrices)
             result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
-            results[exp.name][job.coords] = result
+            sweep.results[exp.name][job.coords] = result
             stats.computed += 1
             if failed_cells(result):
                 stats.failed += 1
-                if fail_fast:
+                if sweep.fail_fast:
                     bar.close()
                     running.close()  # cancels the units still queued or in flight
                     raise _first_failure(exp, job, result)
@@ -348,7 +379,7 @@ def _run_units(suite, store, workers, scheduler, progress, stats, fail_fast, pac
         raise Interrupted(f"interrupted: {kept} of {stats.total} units are finished and kept in "
                           f"{store.cache}; run the same command again to resume") from None
     bar.close()
-    return results
+    return sweep.results
 
 
 def in_notebook() -> bool:
@@ -360,21 +391,6 @@ def in_notebook() -> bool:
         return False
     return not any(k == "QT_API" or k.startswith("SPYDER") for k in os.environ)
 
-
-#: at most this many data set instances are loaded by each worker before its first unit (its memo,
-#: `units._load`, holds 32)
-PRELOAD = 16
-
-
-def _data_jobs(planned: list, datasets: dict) -> list[Job]:
-    """One job per data set instance of the plan, the largest first (at most `PRELOAD`), leaving
-    out those whose first load failed (`loading.load_datasets`)."""
-    first: dict = {}
-    for exp, job in planned:
-        load = datasets.get((exp.name, job.dataset))
-        if load is None or load.fails(job.instance, exp.instances[0]) is None:
-            first.setdefault((job.experiment, job.dataset, job.instance), job)
-    return sorted(first.values(), key=lambda job: -_cost(job, datasets))[:PRELOAD]
 
 
 def _cost(job: Job, datasets: dict) -> float:
@@ -463,5 +479,5 @@ def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[fl
     loaded = (datasets or {}).get((exp.name, label))
     if loaded is None:
         loaded = load_datasets(suite, store, timeout, experiments=[exp],
-                               isolate=not units.POST_MORTEM)[(exp.name, label)]
+                               isolate=not guard.POST_MORTEM)[(exp.name, label)]
     return loaded.info

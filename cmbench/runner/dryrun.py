@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 from .. import selection
 from ..options import check_timeout
-from ..suite import _data_size as data_size, load_suite
+from ..suite import _data_size, load_suite
 from .stages import info_key, lookup, unit_keys
 from .store import Store
 
@@ -85,13 +85,11 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
             if entry.label in seen:
                 continue
             info = store.info(info_key(suite.seed, entry, exp.instances[0]))
-            planned = data_size(entry)  # what the suite's parameters say (N, blocks), as the size check reads it
             if info and info.get("shape"):
                 seen[entry.label] = (tuple(info["shape"]), "as last loaded")
-            elif planned and tuple(planned) != tuple(entry.decl.shape or ()):
-                seen[entry.label] = (tuple(planned), "from its parameters")
-            elif entry.decl.shape:
-                seen[entry.label] = (tuple(entry.decl.shape), "nominal")
+            elif _data_size(entry):
+                seen[entry.label] = (_data_size(entry), "from its parameters" if callable(entry.decl.shape)
+                                     else "nominal")
             else:
                 seen[entry.label] = (None, "unknown until loaded")
     result.datasets = sorted(((label, shape, where) for label, (shape, where) in seen.items()),

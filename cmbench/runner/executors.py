@@ -10,30 +10,28 @@ cmbench runs in one such worker too (`isolated`), so that the sweep itself
 always survives to write its cubes. A call inside compiled code (a long BLAS or
 C-extension call) cannot be interrupted by ``--timeout``: the timeout takes
 effect when control returns to Python, at the latest at the end of the unit.
-Workers watch their parent and exit when it is gone, so killing cmbench
+Workers are started by a forkserver where the platform has one, else
+spawned (`cmbench.forking`), and exit when cmbench is gone, so killing it
 (even with SIGKILL) leaves no worker behind.
 """
 from __future__ import annotations
 
 import functools
-import gc
-import multiprocessing
 import os
-import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..errors import UserError
-from ..forking import close_inherited, exit_with_parent
-from .units import Job
+from ..forking import WORKER_ENV, context, exit_with_parent
+from .jobs import Job
 
 
 def installed(bundle, fn: Callable, job: Job):
     """Run ``fn(job)`` in a worker process once the job's suite ``bundle`` is installed there."""
     from ..bundle import install
 
-    install(bundle)
+    install(bundle)  # once per process: later calls find it installed
     return fn(job)
 
 
@@ -51,220 +49,94 @@ def isolated(jobs: Iterable[Job], fn: Callable, died: Optional[Callable] = None)
     return processes(jobs, fn, 1, died)
 
 
-#: environment variable forcing how the first pool's workers start (``fork`` or ``spawn``)
-WORKER_START_ENV = "CMBENCH_WORKER_START"
-
-#: The environment of every worker process, local or Dask: one BLAS/OpenMP thread,
-#: since several threads per worker would oversubscribe the cores and change last bits.
-WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-def _worker_init(parent: int, slot=None, inherited: tuple = ()) -> None:
+def _worker_init(parent: int, slot=None, environ: Optional[dict] = None) -> None:
+    if environ is not None:  # a forkserver's child has the server's environment, from when it started
+        os.environ.clear()
+        os.environ.update(environ)
     os.environ.update(WORKER_ENV)
-    if inherited:
-        close_inherited(inherited)
     if slot is not None:
-        from . import units
+        from . import guard
 
-        units.RUNNING = slot
+        guard.RUNNING = slot
     exit_with_parent(parent)
 
 
+def pool(workers: int, slot=None) -> ProcessPoolExecutor:
+    """``workers`` local worker processes (`cmbench.forking.context`: forkserver, else spawn).
 
-def prestart(workers: int, bundle=None, inherited: tuple = (),
-             preload: Sequence[Job] = ()) -> ProcessPoolExecutor:
-    """A pool of ``workers`` local processes started now, each installing ``bundle`` (for `processes`)
-    and loading the data sets of ``preload`` (jobs, one per data set instance) into its memo.
-
-    Where it is safe (`cmbench.forking`: Linux, no other thread yet) the
-    workers are forked: they start with the client's modules and its suite
-    already built, and close their copies of the descriptors open on the
-    paths ``inherited`` (the run lock). Elsewhere they are spawned, which costs
-    each its imports and the suite's rebuild (about 0.45 s of CPU apiece in a
-    plain install); started before the client has planned the whole sweep,
-    the workers do that while the client still looks units up in its cache.
-    Pools made later (after a worker died) are spawned: the client has
-    threads by then. ``CMBENCH_WORKER_START`` (``fork`` or ``spawn``)
-    overrides the choice.
-
-    The workers load ``preload``'s data sets while the client looks the rest
-    of the sweep up in its cache: each worker loads most data sets of a sweep
-    anyway, at its first unit on each, and until the lookups are done it has
-    nothing else to do.
-
-    Raises
-    ------
-    cmbench.errors.UserError
-        ``CMBENCH_WORKER_START`` names another method, or one this platform lacks.
+    Each ends with this process (`cmbench.forking.exit_with_parent`) and has its
+    environment as of now (as a spawned one would); ``slot`` (a shared byte
+    buffer) receives the plugin call in progress (`guard.RUNNING`).
     """
-    from ..forking import start_method
-
-    method = start_method(WORKER_START_ENV)
-    pool = _pool(workers, method=method, inherited=inherited)
-    if method == "fork":
-        # The cyclic collector of a forked worker would walk (and so copy) every object of the
-        # client it inherited; frozen now, they are left alone there (as for the report helpers).
-        gc.freeze()
-    try:
-        for _ in range(workers):  # one task per worker: a forked pool starts them all at the first
-            pool.submit(_warm, bundle, tuple(preload))
-    finally:
-        if method == "fork":
-            gc.unfreeze()
-    return pool
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=_worker_init,
+                               initargs=(os.getpid(), slot, dict(os.environ)))
 
 
-def _warm(bundle, preload: tuple = ()) -> None:
-    if bundle is not None:
-        from ..bundle import install
-
-        install(bundle)  # a setup error comes back with the first unit that needs it
-    if preload:
-        from .units import loaded
-
-        for job in preload:  # memoized here; a failed load is remembered and reported by its units
-            loaded(job)
-
-
-#: seconds of work a batch of units sent to a local worker at once should hold (`processes`)
-BATCH_SECONDS = 0.025
-
-
-def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None,
-              pool: Optional[ProcessPoolExecutor] = None,
-              cost: Optional[Callable[[Job], float]] = None) -> Iterator:
+def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
     """A pool of local processes; a worker that dies takes only its own unit down.
 
-    Small units go to the workers in batches (`Batches`): a batch is one
-    task and one result for the client, whose threads share one interpreter
-    lock with the imports it does meanwhile (`warmup`). Sent one by one,
-    units that take a few ms (a rerun with a new estimator) left each worker
-    waiting for its next unit for about a third of the sweep. At most
-    ``2 * workers`` batches are in flight (enough to keep every worker busy).
+    Each job is a task of its own; at most ``2 * workers`` are in flight
+    (enough to keep every worker busy; the rest wait here, so that an
+    interrupted sweep leaves little queued). Sending a rerun's estimate-only
+    units in chunks of 8 saved 3% of the CPU seconds and cost 2.5 s of wall
+    time in paired runs (benchmarks/README.md): they go alone.
 
     When a worker dies (os._exit, a segfault) every in-flight future of the
-    pool breaks and the culprit is unknown: a unit that was sent alone is run
-    again alone in a fresh process, where a death names its unit (recorded as
-    failed), and the units of a batch go back to the queue, each to be sent
-    alone from then on; the sweep goes on in a fresh pool, in parallel.
-    ``died(job, running)`` is the result of a job whose worker died while in
-    the plugin call ``running`` (default `worker_died`). ``pool``: a pool of
-    ``workers`` processes already started (`prestart`), used first; ``cost``:
-    a job's relative cost (None: every unit is sent alone).
+    pool breaks and the culprit is unknown: each job that was in flight is run
+    again alone in a fresh process, where a death names its job (recorded as
+    failed by ``died(job, running)``, default `worker_died`: ``running`` is
+    the plugin call it was in); the sweep then goes on in a fresh pool.
     """
     queue = list(jobs)
-    queue.reverse()  # popped from the end: the first unit given goes first
-    batches = Batches(cost, workers)
+    queue.reverse()  # popped from the end: the first job given goes first
     depth = 2 * workers
-    ready = pool
     while queue:
         suspects = []
-        pool, ready = (ready if ready is not None else _pool(workers)), None
+        executor = pool(workers)
         try:
             pending = {}
             while queue or pending:
-                while queue and len(pending) < depth and not suspects:
-                    batch = batches.take(queue)
-                    try:
-                        pending[pool.submit(_each, fn, batch)] = batch
-                    except BrokenProcessPool:  # a started worker died before this job (in `prestart`'s setup)
-                        suspects.append(batch)
-                if not pending:
-                    break
+                while queue and len(pending) < depth:
+                    job = queue.pop()
+                    pending[executor.submit(fn, job)] = job
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    batch = pending.pop(future)
+                    job = pending.pop(future)
                     try:
-                        results, seconds = future.result()
+                        result = future.result()
                     except BrokenProcessPool:
-                        suspects.append(batch)
+                        suspects.append(job)
                         continue
-                    batches.learn(batch, seconds)
-                    yield from zip(batch, results)
+                    yield job, result
+                if suspects:  # the pool is broken: what is still pending breaks too, or has finished
+                    for future, job in pending.items():
+                        try:
+                            result = future.result()
+                        except BrokenProcessPool:
+                            suspects.append(job)
+                            continue
+                        yield job, result
+                    break
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-        for batch in suspects:
-            if len(batch) == 1:
-                yield batch[0], _alone(fn, batch[0], died or worker_died)
-            else:  # the culprit is one of them: sent alone, in parallel, it breaks only its pool
-                queue.extend(batches.single(reversed(batch)))
-
-
-class Batches:
-    """How many units of the queue go to a worker at once: enough to hold about
-    `BATCH_SECONDS` of work, by the seconds per unit of ``cost`` measured so far.
-
-    Units are sent alone until a batch has been timed, when ``cost`` is None,
-    when one unit is predicted to take that long by itself (a recovery, a slow
-    plugin), and once they have been in a batch that broke its pool (`single`).
-    A batch also leaves at least ``4 * workers`` batches for the rest of the
-    queue, so that no worker is left alone with a long batch at the end.
-    """
-
-    def __init__(self, cost: Optional[Callable[[Job], float]], workers: int) -> None:
-        self.cost = cost
-        self.workers = workers
-        self.seconds = 0.0  # measured in the workers, over the units timed so far
-        self.weight = 0.0  # their total cost
-        self.alone: set = set()  # ids of jobs to send alone
-
-    def take(self, queue: list) -> list:
-        """Pop the next batch from ``queue`` (its next unit last)."""
-        limit = max(1, len(queue) // (4 * self.workers))
-        batch = [queue.pop()]
-        if self.cost is None or self.weight <= 0 or id(batch[0]) in self.alone:
-            return batch
-        rate = self.seconds / self.weight
-        total = rate * self.cost(batch[0])
-        while queue and len(batch) < limit and id(queue[-1]) not in self.alone:
-            more = rate * self.cost(queue[-1])
-            if total + more > BATCH_SECONDS:
-                break
-            batch.append(queue.pop())
-            total += more
-        return batch
-
-    def learn(self, batch: list, seconds: float) -> None:
-        if self.cost is not None:
-            self.weight += sum(self.cost(job) for job in batch)
-            self.seconds += seconds
-
-    def single(self, jobs: Iterable[Job]) -> list:
-        """Mark ``jobs`` to be sent alone from now on; return them."""
-        jobs = list(jobs)
-        self.alone.update(id(job) for job in jobs)
-        return jobs
-
-
-def _each(fn: Callable, jobs: list) -> tuple[list, float]:
-    """``fn`` on each job, in a worker; the results and the seconds they took."""
-    start = time.perf_counter()
-    results = [fn(job) for job in jobs]
-    return results, time.perf_counter() - start
+            executor.shutdown(wait=False, cancel_futures=True)
+        for job in suspects:
+            yield job, _alone(fn, job, died or worker_died)
 
 
 def _alone(fn: Callable, job: Job, died: Callable) -> dict:
-    """Run one unit in a fresh one-worker pool: if the worker dies, this unit did it.
+    """Run one job in a fresh one-worker pool: if the worker dies, this job did it.
 
     The worker writes the plugin call it is in into a shared slot, so that the
     failure names the plugin that ended the process.
     """
-    ctx = multiprocessing.get_context("spawn")
-    slot = ctx.RawArray("c", 1024)
-    pool = _pool(1, slot)
+    slot = context().RawArray("c", 1024)
+    executor = pool(1, slot)
     try:
-        return pool.submit(fn, job).result()
+        return executor.submit(fn, job).result()
     except BrokenProcessPool:
         return died(job, slot.value.decode("utf-8", "replace"))
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _pool(workers: int, slot=None, method: str = "spawn", inherited: tuple = ()) -> ProcessPoolExecutor:
-    # fork only where `prestart` found it safe: after threads (tqdm, the warm-up) it can deadlock
-    ctx = multiprocessing.get_context(method)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(os.getpid(), slot, tuple(inherited) if method == "fork" else ()))
+        executor.shutdown(wait=False, cancel_futures=True)
 
 
 def worker_died(job: Job, running: str = "") -> dict:
@@ -408,25 +280,17 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
 
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
-             isolate: bool = False, bundle=None, died: Optional[Callable] = None,
-             pool: Optional[ProcessPoolExecutor] = None,
-             cost: Optional[Callable[[Job], float]] = None) -> Iterator:
+             isolate: bool = False, bundle=None, died: Optional[Callable] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
     ``isolate`` keeps a serial sweep out of process; a worker process first
     installs the jobs' suite ``bundle``; ``died`` makes the result of a job
-    whose local worker process died (see `processes`); ``pool``: local
-    processes already started by `prestart` (``workers`` of them), used
-    whenever there is a job (the caller shuts it down otherwise); ``cost``:
-    a job's relative cost, by which local processes take small jobs in
-    batches (`processes`).
+    whose local worker process died (see `processes`).
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
-    if pool is not None and jobs:
-        return processes(jobs, _with(bundle, fn), workers, died, pool, cost)
     if workers > 1 and len(jobs) > 1:
-        return processes(jobs, _with(bundle, fn), workers, died, cost=cost)
+        return processes(jobs, _with(bundle, fn), workers, died)
     if isolate and jobs:
         return isolated(jobs, _with(bundle, fn), died)
     return serial(jobs, fn)

@@ -79,6 +79,24 @@ def describe(name: str, data) -> dict:
     return info
 
 
+def declared(entry) -> Optional[dict]:
+    """The description of a generated data set whose ``shape`` is a callable of its parameters
+    (`cmbench.Dataset`), from its declaration alone: its size and rank hint, no structure.
+
+    Such a data set is not loaded before the sweep (at d = 400, N = 400,000 a load is
+    1.28 GB in this process besides the workers' own); a loader that fails then fails
+    the units of that data set, each naming it.
+    """
+    decl = entry.decl
+    if decl.files or not callable(decl.shape):
+        return None
+    shape = decl.shape_for(entry.params)
+    if shape is None:
+        return None
+    rank = entry.params.get("rank", decl.rank)
+    return dict(_empty(entry.name), shape=list(shape), rank=rank if isinstance(rank, int) else None)
+
+
 def probe(job: Job) -> Loaded:
     """Load the job's data set and describe it; runs here or in a worker process, never raises."""
     _, exp = experiment_for(job)
@@ -148,6 +166,8 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
             if key in found or key in wanted:
                 continue
             info = store.info(key) if store is not None else None
+            if info is None:
+                info = declared(entry)
             if info is not None:
                 found[key] = Loaded(info)
                 continue

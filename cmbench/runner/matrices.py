@@ -66,10 +66,11 @@ class MatrixRef:
     """A stored matrix (`encode`'s bytes) that a local worker reads from the cache itself.
 
     Local workers share the client's file system: the client sends them where
-    the matrix lies instead of its bytes. Sent through a pipe by a client whose
-    threads share one interpreter lock with the imports it does meanwhile, the
-    60 MB of recovered matrices of a rerun with a new estimator reached the
-    workers in 64 kB writes, each waiting for the lock (`benchmarks/README.md`).
+    the matrix lies instead of its bytes, so that the 60 MB of recovered
+    matrices of a rerun with a new estimator are read by the workers, in
+    parallel, not copied through the pool's pipe by the client. The worker
+    checks size and checksum (`read`); a Dask worker on another machine gets
+    the bytes instead (`stages.lookup`'s ``ship``).
     """
 
     path: str

@@ -19,7 +19,8 @@ from typing import Optional
 from .matrices import matrix_digest
 from .store import CACHED_STATUSES, FORMAT, Store, canonical
 from ..cube import FAILED, OK, UnitResult, record, uniform_unit, verdict
-from .units import Job, Pair, Work, adaptive_result
+from .jobs import Job, Pair, Work
+from .units import adaptive_result
 
 _SPECS: dict = {}
 
@@ -86,6 +87,8 @@ def lookup(store: Store, exp, keys: UnitKeys, ship: bool = True) -> tuple[Option
     C = body["corruption"]
     if C is not None and C["status"] != OK:
         return unit_result(exp, keys, body), None
+    if C is not None and "inlier_l2" not in C:
+        C = None  # written before corruptions kept their inliers' mean: corrupted again (cached recoveries stay)
     recover, recovered, estimate = [], [], []
     for rec in exp.recoverers:
         kr = keys.recovery[rec.label]
@@ -107,8 +110,10 @@ def lookup(store: Store, exp, keys: UnitKeys, ship: bool = True) -> tuple[Option
     corrupted = None
     if recover and C is not None and "matrix" in C:
         corrupted = fetch(keys.corruption, C["matrix"])
+    inliers = C.get("inlier_mean") if C is not None else None
     return None, Work(corruption=C is None or (bool(recover) and corrupted is None), corrupted=corrupted,
-                      recover=tuple(recover), recovered=tuple(recovered), estimate=tuple(estimate))
+                      recover=tuple(recover), recovered=tuple(recovered), estimate=tuple(estimate),
+                      inliers=tuple(inliers) if inliers is not None else None)
 
 
 def _meta(blob: bytes) -> dict:
@@ -165,7 +170,8 @@ def merged(stored: dict, fresh: dict) -> dict:
 
 
 def _public(record: dict) -> dict:
-    return {k: v for k, v in record.items() if k != "matrix"}
+    """A stored record as a unit's result holds it: without its matrix's place and the inliers' mean."""
+    return {k: v for k, v in record.items() if k not in ("matrix", "inlier_mean")}
 
 
 def unit_result(exp, keys: UnitKeys, body: dict) -> UnitResult:

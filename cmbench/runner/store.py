@@ -99,7 +99,7 @@ def _hex(v) -> bool:
 
 
 _PLAIN = frozenset((int, float, bool, type(None)))  # what JSON gives for a number (or null)
-_TYPED = frozenset(("status", "error", "info", "matrix", "corruption", "recovery", "cell"))
+_TYPED = frozenset(("status", "error", "info", "matrix", "corruption", "recovery", "cell", "inlier_mean"))
 
 
 def valid_record(rec) -> bool:
@@ -125,6 +125,8 @@ def valid_record(rec) -> bool:
             ok = (isinstance(v, dict) and set(v) == {"xxh3", "bytes"} and isinstance(v["xxh3"], str)
                   and _DIGEST.fullmatch(v["xxh3"]) is not None
                   and isinstance(v["bytes"], int) and not isinstance(v["bytes"], bool) and v["bytes"] >= 0)
+        elif k == "inlier_mean":  # a corruption's untouched rows' mean (`metrics.inlier_mean`)
+            ok = v is None or (isinstance(v, list) and all(type(x) in _PLAIN and x is not None for x in v))
         elif k in ("corruption", "recovery", "cell"):  # an adaptive pair's three records
             ok = valid_record(v) or (k != "cell" and v is None)
         else:
@@ -456,7 +458,7 @@ class Store:
     # -------------------------------------------------------------- the run lock
     @property
     def lock_path(self) -> Path:
-        """The file whose lock a run holds (forked workers close their copy of it)."""
+        """The file whose lock a run holds."""
         return self.root / ".lock"
 
     def lock(self) -> None:

@@ -1,0 +1,164 @@
+"""The contract checks on what components get and give.
+
+Inputs: every array a component receives is backed by an immutable buffer
+(`matrices.frozen`; no ``setflags`` can make it writeable) and its digest is
+checked after the call (`untouched`): no component can change what another
+one sees. Outputs: a data set's `Data`, an adversary's corruption (shape,
+mode, budget at its level), a recovery and an estimate are checked before any
+other stage sees them; `cmbench check` applies the same checks.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..components import Data
+from ..cube import FAILED, OK
+from ..suite import Entry
+from ..theory import budget_count, changed_entries
+from .guard import Outcome
+from .matrices import digest, frozen
+
+
+def check_data(data: Data, entry: Entry) -> Data:
+    """Refuse data that would give silently wrong numbers; name the data set and column."""
+    what = f"data set {entry.label!r} ({entry.source})"
+    if not isinstance(data, Data):
+        raise TypeError(f"{what}: load() returned {type(data).__name__}, expected cmbench.Data")
+    for field in ("X", "mean", "cov", "structure"):
+        if getattr(data, field) is not None and np.iscomplexobj(getattr(data, field)):
+            raise ValueError(f"{what}: {field} holds complex values")
+    # no copy here (a float array is taken as it is): `frozen` below makes the one copy kept
+    X = np.asarray(data.X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"{what}: X must be 2-D (N, n), got shape {X.shape}")
+    N, n = X.shape
+    names = list(data.columns) if len(data.columns) == n else [str(j) for j in range(n)]
+    if N < 2:
+        raise ValueError(f"{what}: {N} row(s); a mean needs at least 2")
+    if np.isinf(X).any():
+        raise ValueError(f"{what}: column {names[int(np.nonzero(np.isinf(X).any(0))[0][0])]!r} holds inf")
+    if np.isnan(X).any():
+        raise ValueError(f"{what}: column {names[int(np.nonzero(np.isnan(X).any(0))[0][0])]!r} holds NaN "
+                         "before corruption; give the data set a missing-value policy")
+    mean = np.array(data.mean, dtype=float)
+    if mean.shape != (n,) or not np.isfinite(mean).all():
+        raise ValueError(f"{what}: true mean must be a finite ({n},) vector, got shape {mean.shape}")
+    cov = None if data.cov is None else np.array(data.cov, dtype=float)
+    if cov is not None and (cov.shape != (n, n) or not np.isfinite(cov).all()):
+        raise ValueError(f"{what}: cov must be a finite ({n}, {n}) matrix, got shape {cov.shape}"
+                         + ("" if cov.shape != (n, n) else " with NaN or inf"))
+    A = None if data.structure is None else np.array(data.structure, dtype=float)
+    if A is not None and (A.ndim != 2 or A.shape[0] != n or not np.isfinite(A).all()):
+        raise ValueError(f"{what}: structure A must be a finite ({n}, r) matrix, got shape {A.shape}")
+    # Loaded data are memoized per process and shared by every component: no plugin may write
+    # into them, and an immutable buffer is the only read-only flag a plugin cannot undo.
+    X, mean, cov, A = (None if a is None else frozen(a) for a in (X, mean, cov, A))
+    return Data(X=X, mean=mean, cov=cov, structure=A, rank=data.rank, columns=tuple(names))
+
+
+def readonly(X: np.ndarray) -> np.ndarray:
+    view = X.view()
+    view.setflags(write=False)
+    return view
+
+
+_DIGESTS: dict = {}  # id(array) -> (weak reference, digest): one digest per shared array
+
+
+def _known_digest(a: np.ndarray) -> str:
+    entry = _DIGESTS.get(id(a))
+    if entry is not None and entry[0]() is a:
+        return entry[1]
+    key = id(a)
+    value = digest(a)
+    _DIGESTS[key] = (weakref.ref(a, lambda _, k=key: _DIGESTS.pop(k, None)), value)
+    return value
+
+
+def _before(*inputs: Optional[np.ndarray]) -> None:
+    """Know the digest of every input a call is about to get (once per array: later calls reuse it)."""
+    for a in inputs:
+        if a is not None:
+            _known_digest(a)
+
+
+def untouched(outcome: Outcome, *inputs: Optional[np.ndarray]) -> Outcome:
+    """Fail a call that changed a shared input array (its digest moved); its result is discarded.
+
+    The arrays are immutable buffers, so only code that goes around numpy can
+    get here; the check is cheap (one digest per call) and keeps a corrupted
+    input out of every other component's cells and out of the cache.
+    """
+    for a in inputs:
+        if a is not None and digest(a) != _known_digest(a):
+            return Outcome(FAILED, "wrote into an input array shared with other components; its "
+                                   "result is discarded", seconds=outcome.seconds)
+    return outcome
+
+
+def _real(value: Any) -> np.ndarray:
+    array = np.asarray(value)
+    if np.iscomplexobj(array):
+        raise ValueError("returned complex values")
+    return np.asarray(array, dtype=float)
+
+
+def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.ndarray:
+    """The adversary's contract: same shape, missing mode only hides, budget respected."""
+    Xc = _real(Xc)
+    if Xc.shape != X.shape:
+        raise ValueError(f"returned shape {Xc.shape}, expected {X.shape}")
+    changed = changed_entries(Xc, X)
+    if adv.decl.mode == "missing" and (changed & ~np.isnan(Xc)).any():
+        raise ValueError("is a missing-mode adversary but changed visible values")
+    N, n = X.shape
+    level = adv.decl.level
+    if level == "sample":
+        used, cap = int(changed.any(1).sum()), budget_count(budget, N)
+        unit = "rows"
+    elif level == "value":
+        used, cap = int(changed.sum(0).max(initial=0)), budget_count(budget, N)
+        unit = "entries in one column"
+    else:
+        used, cap = int(changed.sum()), budget_count(budget, N * n)
+        unit = "entries"
+    if used > cap:
+        raise ValueError(f"exceeded its budget: {used} {unit} corrupted, at most {cap} allowed "
+                         f"at {level} level with budget {budget:g}")
+    return Xc
+
+
+def check_recovery(out: Any, Xc: np.ndarray) -> tuple[np.ndarray, dict]:
+    info = {}
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
+        out, info = out
+    Xr = _real(out)
+    if Xr.shape != Xc.shape:
+        raise ValueError(f"returned shape {Xr.shape}, expected {Xc.shape}")
+    if np.isinf(Xr).any():
+        raise ValueError("returned inf values")
+    return Xr, {k: float(v) for k, v in info.items() if isinstance(v, (bool, int, float, np.number))}
+
+
+def check_estimate(mu: Any, n: int) -> np.ndarray:
+    mu = _real(mu)
+    if mu.shape != (n,):
+        raise ValueError(f"returned shape {mu.shape}, expected ({n},)")
+    if not np.isfinite(mu).all():
+        raise ValueError("returned a NaN or inf mean; raise cmbench.Undefined if the method "
+                         "is not defined on this input")
+    return mu
+
+
+def guarded(check: Callable, outcome: Outcome, *args) -> Outcome:
+    """Apply an output check to a successful call; a violation fails the cell."""
+    if outcome.status != OK:
+        return outcome
+    try:
+        outcome.value = check(outcome.value, *args)
+    except Exception as exc:
+        return Outcome(FAILED, str(exc), seconds=outcome.seconds)
+    return outcome

@@ -1,0 +1,189 @@
+"""A guarded plugin call: `run` calls plugin code and classifies what happens.
+
+Whatever a plugin does inside the call - return, raise ``cmbench.Undefined``,
+fail, raise ``SystemExit`` or another ``BaseException``, run past its
+timeout - becomes an `Outcome` (status, error, value, seconds, traceback),
+never an exception that escapes into the sweep. Only two things end a call
+early from outside: ``--timeout`` (SIGALRM in the main thread, an abandoned
+thread elsewhere: a call inside compiled code stops when control returns to
+Python) and a real Ctrl-C, which is re-raised so that the sweep stops.
+
+A call that ends its process (``os._exit``, a segfault) cannot be caught in
+the process: in a worker, `RUNNING` names the call in progress for the
+parent (`cmbench.runner.executors`). The runner uses `call`; `cmbench check`
+uses `run`.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ..components import NotApplicable, Undefined
+from ..cube import FAILED, NOT_APPLICABLE, OK, TIMEOUT, UNDEFINED
+from ..errors import UserError, describe_error
+
+__all__ = ["CallTimeout", "Outcome", "call", "describe", "run"]
+
+
+class CallTimeout(BaseException):
+    """A plugin call ran past ``--timeout``.
+
+    A BaseException, so that a plugin's own ``except Exception`` cannot swallow it.
+    """
+
+
+@dataclass
+class Outcome:
+    status: str
+    error: str = ""
+    value: Any = None
+    seconds: float = float("nan")
+    traceback: str = ""  # the full Python traceback of a plugin's exception
+    user_error: str = ""  # the message of a `UserError` the call raised: the user's to fix, not the plugin's
+
+
+#: open the debugger where a plugin raised (``cmbench suite --pdb``; in-process runs only)
+POST_MORTEM = False
+
+
+def post_mortem(exc: BaseException) -> None:
+    import pdb
+
+    print(f"\ncmbench --pdb: {type(exc).__name__}: {exc}", file=sys.stderr)
+    pdb.post_mortem(exc.__traceback__)
+
+
+def _alarm(signum, frame):
+    raise CallTimeout()
+
+
+# Set by the SIGINT handler `call` installs: a KeyboardInterrupt is a real Ctrl-C only then.
+_SIGINT_SEEN = [False]
+
+#: In a worker process, a shared byte buffer (set by `executors`) naming the plugin call in
+#: progress, so that the parent can name the plugin if the call ends the process.
+RUNNING = None
+
+
+def describe(fn: Callable) -> str:
+    """'function() of /path/plugin.py': where a plugin call is, for the messages."""
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    return f"{name}() of {code.co_filename}" if code is not None else f"{name}()"
+
+
+def _sigint_handler(previous: Any) -> Callable:
+    def handler(signum, frame):
+        _SIGINT_SEEN[0] = True
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+    return handler
+
+
+_FN = object()  # `run`'s default ``home``: the called function itself
+
+
+def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
+    """``run(fn, args, kwargs, timeout=timeout)``: the form the runner uses."""
+    return run(fn, args, kwargs, timeout=timeout)
+
+
+def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeout: Optional[float] = None,
+        what: Optional[str] = None, home: Any = _FN) -> Outcome:
+    """Run one plugin call ``fn(*args, **kwargs)``; classify its outcome instead of letting it escape.
+
+    ``timeout``: seconds before the call is stopped (`CallTimeout`; None: no limit);
+    ``what``: the call as a message names it (default `describe`); ``home``: the
+    function whose file holds the frame a message points into (default ``fn``; None:
+    the deepest frame).
+    Returns an `Outcome`: ``ok`` with the value, ``undefined`` or
+    ``not-applicable`` when the plugin raised `cmbench.Undefined` or
+    `cmbench.NotApplicable`, ``timeout``, or ``failed`` with the message
+    (and the traceback) of whatever it raised.
+
+    Only the runner's own signals end the call early: ``--timeout`` (`CallTimeout`)
+    and a real Ctrl-C (SIGINT, re-raised as KeyboardInterrupt so the sweep stops).
+    Anything the plugin raises itself - including ``KeyboardInterrupt``,
+    ``SystemExit`` or another ``BaseException`` - fails the call.
+    """
+    kwargs = kwargs or {}
+    home = fn if home is _FN else home
+    start = time.perf_counter()
+    main_thread = threading.current_thread() is threading.main_thread()
+    use_alarm = timeout and main_thread
+    if main_thread:
+        _SIGINT_SEEN[0] = False
+        previous_sigint = signal.signal(signal.SIGINT, _sigint_handler(signal.getsignal(signal.SIGINT)))
+    if RUNNING is not None:
+        outer = RUNNING.value
+        RUNNING.value = (what or describe(fn)).encode("utf-8", "replace")[: len(RUNNING) - 1]
+    try:
+        if use_alarm:
+            previous = signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+        elif timeout:
+            value = _call_in_thread(fn, timeout, args, kwargs)
+        else:
+            value = fn(*args, **kwargs)
+    except CallTimeout:
+        return Outcome(TIMEOUT, f"stopped after --timeout {timeout:g} s", seconds=time.perf_counter() - start)
+    except Undefined as exc:
+        return Outcome(UNDEFINED, str(exc) or "undefined", seconds=time.perf_counter() - start)
+    except NotApplicable as exc:
+        return Outcome(NOT_APPLICABLE, str(exc) or "not applicable", seconds=time.perf_counter() - start)
+    except SystemExit as exc:  # a plugin's sys.exit() must not end the sweep
+        return Outcome(FAILED, f"SystemExit({exc.code!r}): the plugin called sys.exit",
+                       seconds=time.perf_counter() - start)
+    except UserError as exc:  # a data file's mistake (cmbench.data.DataError): the caller decides
+        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start,
+                       traceback=traceback.format_exc(), user_error=str(exc))
+    except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
+        if POST_MORTEM:
+            post_mortem(exc)
+        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start,
+                       traceback=traceback.format_exc())
+    except KeyboardInterrupt as exc:
+        if _SIGINT_SEEN[0]:
+            raise  # Ctrl-C: the sweep stops, finished units are kept
+        return Outcome(FAILED, f"{describe_error(exc, home)} - raised by the plugin, not a Ctrl-C",
+                       seconds=time.perf_counter() - start)
+    except BaseException as exc:  # a plugin's own BaseException subclass: still its cell only
+        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous_sigint)
+        if RUNNING is not None:
+            RUNNING.value = outer
+    return Outcome(OK, value=value, seconds=time.perf_counter() - start)
+
+
+def _call_in_thread(fn, timeout, args, kwargs):
+    """Off the main thread (Dask workers) no alarm exists: abandon the call at the deadline."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed back to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise CallTimeout()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -1,0 +1,113 @@
+"""What travels between the client and a worker: a unit's job and what it gives back.
+
+A unit is (experiment, dataset, instance, adversary, budget). A `Job` names
+its suite by the digest of its bundle (`cmbench.bundle`), which an executor
+installs in each worker process once, so a worker needs none of the client's
+files; its `Work` says which stages to compute (the client leaves out what its
+stage cache holds). The worker answers with a `WorkResult`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, TypedDict
+
+from ..cube import Record
+
+if TYPE_CHECKING:
+    from ..suite import Experiment
+
+
+@dataclass(frozen=True)
+class Work:
+    """The stages of a unit a job computes (the rest is in the client's cache).
+
+    Parameters
+    ----------
+    corruption : compute the corruption record (distances, status) even when its matrix is given.
+    corrupted : the cached corrupted matrix (`matrices.encode` against the clean data), if any.
+    recover : labels of the recoverers to run on the corruption.
+    recovered : ``(label, encoded matrix, recovery seconds)`` of cached recoveries to estimate on.
+    estimate : ``(recoverer label, estimator label)`` cells to compute.
+    pairs : for an adaptive adversary, the ``(recoverer, estimator)`` pairs to attack and compute.
+    inliers : the cached corruption's mean of the rows it left untouched (`metrics.inlier_mean`),
+        for the metrics that ask for it; None when the corruption is computed here, or touched
+        every row.
+
+    A cached matrix is its bytes, or a `matrices.MatrixRef` that a local worker
+    reads from the cache; one that no longer reads back (evicted or damaged
+    meanwhile) is computed anew: the corruption, or the recovery with its cells.
+    """
+
+    corruption: bool = True
+    corrupted: Optional[bytes] = None
+    recover: tuple = ()
+    recovered: tuple = ()
+    estimate: tuple = ()
+    pairs: tuple = ()
+    inliers: Optional[tuple] = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to compute one unit (``work=None``: all of it)."""
+
+    suite_path: str
+    plugins: tuple
+    experiment: str
+    dataset: str
+    instance: int
+    adversary: str
+    budget: float
+    timeout: Optional[float] = None
+    suite_hash: str = ""  # memo key: an edited suite file is a different suite
+    bundle: str = ""  # digest of the suite's bundle installed in this process (`cmbench.bundle`), if any
+    work: Optional[Work] = None
+
+    @property
+    def coords(self) -> tuple:
+        return (self.dataset, self.instance, self.adversary, self.budget)
+
+
+class Pair(TypedDict):
+    """An adaptive adversary's attack on one (recoverer, estimator) pair: its three stages.
+
+    ``corruption`` is None when the pair was not applicable (``recovery`` then
+    says why); ``recovery`` is None when the corruption was not ok.
+    """
+
+    corruption: Optional[Record]
+    recovery: Optional[Record]
+    cell: Record
+
+
+class WorkResult(TypedDict):
+    """What a job computed: the records of the stages its `Work` asked for, and their matrices.
+
+    ``corruption`` (None when not computed; a data set that did not load is a
+    corruption record with its status), ``recovery[rec]``, ``cells[rec][est]``,
+    ``pairs[rec][est]`` (an adaptive adversary's), ``matrices`` (the
+    corrupted matrix under ``"corruption"``, a recovered one under its
+    recoverer, each encoded by `matrices.encode`) and ``stale`` (cached
+    matrices given by reference that no longer read back, computed anew).
+    `cmbench.runner.stages` turns it into the unit's `cmbench.cube.UnitResult`.
+    """
+
+    corruption: Optional[Record]
+    recovery: dict[str, Record]
+    cells: dict[str, dict[str, Record]]
+    pairs: dict[str, dict[str, Pair]]
+    matrices: dict[str, bytes]
+    stale: int
+
+
+def work_result(corruption: Optional[Record] = None) -> WorkResult:
+    """A job's result with nothing computed yet (but ``corruption``)."""
+    return {"corruption": corruption, "recovery": {}, "cells": {}, "pairs": {}, "matrices": {}, "stale": 0}
+
+
+def full_work(exp: "Experiment", adaptive: bool) -> Work:
+    """Every stage of a unit: what a job computes when the cache holds none of it."""
+    pairs = tuple((r.label, e.label) for r in exp.recoverers for e in exp.estimators)
+    if adaptive:
+        return Work(pairs=pairs)
+    return Work(recover=tuple(r.label for r in exp.recoverers), estimate=pairs)

@@ -1,0 +1,142 @@
+"""What a worker process keeps between units: suites, loaded data sets, failed loads."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections import OrderedDict
+from typing import Optional
+
+from ..components import Data
+from ..cube import OK
+from ..suite import Entry, Experiment, Suite, load_suite
+from .checks import check_data
+from .guard import Outcome, run
+from .jobs import Job
+from .seeds import rng_for
+
+
+@functools.lru_cache(maxsize=4)
+def suite_for(path: str, plugins: tuple, suite_hash: str = "") -> Suite:
+    suite = load_suite(path, plugins)
+    if suite_hash and suite.hash != suite_hash:
+        raise RuntimeError(f"suite file {path} changed while the sweep was running")
+    return suite
+
+
+def suite_of(job: Job) -> Suite:
+    """The job's suite: the bundle installed in this process, else the suite file read from disk."""
+    if job.bundle:
+        from ..bundle import lookup
+
+        return lookup(job.bundle)
+    return suite_for(job.suite_path, job.plugins, job.suite_hash)
+
+
+def experiment_for(job: Job) -> tuple[Suite, Experiment]:
+    suite = suite_of(job)
+    return suite, next(e for e in suite.experiments if e.name == job.experiment)
+
+
+def entry(entries, label: str) -> Entry:
+    """The entry of ``entries`` labelled ``label``."""
+    return next(e for e in entries if e.label == label)
+
+
+#: Bytes of loaded data sets a process keeps (`DataMemo`): a sweep starts its longest
+#: units first, whatever their data set, and reloading costs a data set's generation or
+#: parsing each time; a data set larger than this is still kept, alone.
+MEMO_BYTES = 2 * 1024**3
+
+
+def data_bytes(data: Data) -> int:
+    """The bytes a loaded data set's arrays hold."""
+    return sum(a.nbytes for a in (data.X, data.mean, data.cov, data.structure) if a is not None)
+
+
+class DataMemo:
+    """Loaded data sets by load key, the least recently used dropped beyond ``cap`` bytes."""
+
+    def __init__(self, cap: int = MEMO_BYTES) -> None:
+        self.cap = cap
+        self.held: "OrderedDict[tuple, Data]" = OrderedDict()
+        self.bytes = 0
+
+    def get(self, key: tuple) -> Optional[Data]:
+        data = self.held.get(key)
+        if data is not None:
+            self.held.move_to_end(key)
+        return data
+
+    def put(self, key: tuple, data: Data) -> None:
+        if key in self.held:
+            return
+        size = data_bytes(data)
+        # room first: the old ones go before the new one is held beside them
+        while self.held and self.bytes + size > self.cap:
+            _, old = self.held.popitem(last=False)
+            self.bytes -= data_bytes(old)
+        self.held[key] = data
+        self.bytes += size
+
+    def clear(self) -> None:
+        self.held.clear()
+        self.bytes = 0
+
+
+_DATA = DataMemo()
+
+
+def load_key(job: Job) -> tuple:
+    return (job.suite_path, job.plugins, job.suite_hash, job.bundle, job.experiment, job.dataset, job.instance)
+
+
+def load_data(job: Job) -> Data:
+    """The job's data set instance, checked (`checks.check_data`) and memoized in this process."""
+    key = load_key(job)
+    data = _DATA.get(key)
+    if data is None:
+        _, exp = experiment_for(job)
+        found = entry(exp.datasets, job.dataset)
+        rng = rng_for(suite_of(job).seed, "load", job.dataset, job.instance)
+        raw = found.decl.fn(instance=job.instance, rng=rng, **found.params)
+        data = check_data(raw, found)
+        del raw  # before the memo makes room: the loader's copy is garbage once checked
+        _DATA.put(key, data)
+    return data
+
+
+def describe_load(job: Job) -> str:
+    """The data set a load is of, as a message names it."""
+    try:
+        _, exp = experiment_for(job)
+        found = entry(exp.datasets, job.dataset)
+        return f"data set {found.label!r} ({found.source})"
+    except Exception:  # naming is best effort; the unit still fails
+        return f"data set {job.dataset!r}"
+
+
+_FAILED_LOADS: dict = {}  # load key -> the Outcome of a load that did not succeed, in this process
+
+
+def loaded(job: Job) -> Outcome:
+    """The job's data set loaded under `guard.run`; a load that failed is not tried again in this process.
+
+    Successful loads are memoized by `load_data`; a failure (an exception, a
+    timeout, `Undefined`) is remembered here, so that a broken data set costs
+    one load per process and instance, not one per unit. Returns a fresh
+    `Outcome` each time (callers prefix its error in place).
+    """
+    key = load_key(job)
+    known = _FAILED_LOADS.get(key)
+    if known is None:
+        data = _DATA.get(key)
+        if data is not None:
+            return Outcome(OK, value=data, seconds=0.0)
+        # the loader is called through `load_data`: a message points into the loader's own file
+        known = run(load_data, (job,), timeout=job.timeout, what=describe_load(job), home=None)
+        if known.status == OK:
+            return known
+        if len(_FAILED_LOADS) > 64:  # a bound, not a policy: failures are few
+            _FAILED_LOADS.clear()
+        _FAILED_LOADS[key] = known
+    return dataclasses.replace(known)
