@@ -101,10 +101,8 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
 
     stats = options.pop("stats", None) or Progress()
     if report:
-        from .report.helpers import preload
-        from .report.outputs import report_step
+        from .report.suite_step import report_step
 
-        options.setdefault("while_computing", preload)  # the report step's imports, while units compute
         options["then"] = report_step(workers, scheduler)  # before the run lets go of the output folder
     return _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
 

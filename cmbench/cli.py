@@ -106,14 +106,14 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
           experiments, select, dry_run, fail_fast, post_mortem) -> None:
     """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
     from .cube import STATUSES, failures
-    from .report.helpers import preload  # its plotting libraries load only when it is called
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
     if dry_run:
         _print_plan(suite, out, plugins, experiments, select, timeout)
         return
-    from .report.helpers import HelperError
-    from .report.outputs import report_step
+    from concurrent.futures.process import BrokenProcessPool
+
+    from .report.suite_step import report_step
 
     stats = Progress()
     try:
@@ -121,10 +121,9 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
                           timeout=timeout, resume=resume, progress=progress, stats=stats,
                           cache_size=cache_size, experiments=experiments, select=select,
                           fail_fast=fail_fast, post_mortem=post_mortem,
-                          while_computing=preload if report else None,  # while units compute
                           then=report_step(workers, scheduler) if report else None)  # under the run lock
-    except HelperError as exc:
-        click.echo(f"cmbench: error: {exc}", err=True)
+    except BrokenProcessPool as exc:  # a process drawing the report's pages died
+        click.echo(f"cmbench: error: a process drawing the report ended abruptly ({exc}); no report was written", err=True)
         click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "
                    "`cmbench suite` again draws the report", err=True)
         sys.exit(1)
@@ -190,10 +189,9 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     if Path(output).suffix.lower() in (".html", ".htm"):
         from .report.html import write_html
 
-        if baseline is not None or png_dir is not None:
-            raise UserError("--baseline and --png draw into the PDF report; "
-                            "give -o FILE.pdf for them")
-        path = write_html([Path(c) for c in cubes], Path(output))
+        if png_dir is not None:
+            raise UserError("--png writes the PDF report's figures; give -o FILE.pdf for it")
+        path = write_html([Path(c) for c in cubes], Path(output), baseline=baseline)
     else:
         path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
     click.echo(f"report: {path}")

@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING
 __all__ = ["write_report", "build_pages", "load_cube", "load_cubes", "Cube", "write_suite_reports"]
 
 _LAZY = {"write_report": "pdf", "build_pages": "pdf", "load_cube": "load", "load_cubes": "load",
-         "Cube": "load", "write_suite_reports": "outputs"}
+         "Cube": "load", "write_suite_reports": "suite_step"}
 
 if TYPE_CHECKING:
     from .load import Cube, load_cube, load_cubes
-    from .outputs import write_suite_reports
+    from .suite_step import write_suite_reports
     from .pdf import build_pages, write_report
 
 

@@ -119,6 +119,20 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     return pages
 
 
+def x_name(cube: Cube) -> str:
+    """What the curve pages of ``cube`` draw: "error versus budget" (or the parameter of ``report_x``)."""
+    return "error versus budget"
+
+
+def no_curves_reason(cube: Cube) -> str:
+    """Why a cube has no curve page: no metric has a finite value in any ok cell."""
+    counts = cube.status_counts()
+    statuses = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return (f"no curve page: no method has a finite {' or '.join(cube.metrics) or 'metric'} value "
+            f"in any cell that ran (cells: {statuses or 'none'}); the ranking and the cells "
+            f"that did not run say more")
+
+
 def _panel(cube: Cube, adversary: str, dataset: str, mean: xr.DataArray,
            half: xr.DataArray) -> Panel:
     x = cube.budgets

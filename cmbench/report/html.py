@@ -1,40 +1,44 @@
-"""The interactive HTML report: one self-contained file that works offline.
+"""The interactive HTML report: the sections of `model.build_report`, rendered with plotly.
 
-Same sections as the PDF (`cmbench.report`): provenance; per experiment the
-error-versus-budget curves (zoomable plotly panels, one per data set, hover for
-the values, click a method in the legend to hide or show it in every panel,
-double-click to show it alone), the recovery thresholds, the ranking with its
-significance tests and critical-difference diagram, the recovery quality per
-recoverer, the runtime per method, and the cells that did not run. plotly's library is inlined once in the page's head
-and the diagram is inline SVG: nothing is loaded from the network, so the file
-can be mailed, archived or opened on an offline machine. Figures are written
-as plotly's JSON directly (`_Plot`), without plotly's Python figure objects.
+One self-contained file that works offline. It renders the same records the
+PDF draws (`model`), so it holds every section of the PDF: provenance, the
+claims with their verdicts and measured numbers, the suite file, per experiment
+the curves (zoomable plotly panels, hover for the values, click a method in the
+legend to hide or show it in every panel, double-click to show it alone), the
+ranking with its significance tests and critical-difference diagram, the
+stress pages, the recovery quality, the runtime, the cells that did not run,
+the baseline comparison, and the paper's worked examples. Text records render
+as HTML headings, paragraphs and tables; curve and runtime records as plotly
+figures (`RENDERERS`); any other figure record as the inline SVG of its own
+matplotlib drawing. plotly's library is inlined once in the page's head:
+nothing is loaded from the network, so the file can be mailed, archived or
+opened on an offline machine. Figures are written as plotly's JSON directly,
+without plotly's Python figure objects.
 """
 from __future__ import annotations
 
-import copy
 import datetime as _dt
 import functools
 import html
 import io
-import json
 import os
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import xarray as xr
 
-from ..cube import FAILURES, GAPS, STATUSES
-from ..files import replaced
 from ..version import __version__
-from . import significance, tables
-from .figures import thresholds_for
-from .load import METRIC_TEXT, Cube, environment_attr, load_cubes, positions, summarize
-from .style import RC, MethodStyles
+from .figures import CurvePage, RuntimePage, runtime_label
+from .layout import Page, plain
+from .load import Cube, load_cube, load_cubes
+from .model import Section, build_report, default_title
+from .significance import CdPage
+from .tables import fmt_num
+from .writing import check_out, write_bytes
 
-__all__ = ["write_html", "build_html"]
+__all__ = ["write_html", "build_html", "RENDERERS"]
 
 #: matplotlib marker / line style -> plotly's names, so a method looks alike in PDF and HTML
 SYMBOLS = {"o": "circle", "s": "square", "^": "triangle-up", "D": "diamond", "v": "triangle-down",
@@ -54,27 +58,29 @@ table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.9em; }
 th, td { padding: 0.25em 0.7em; text-align: left; vertical-align: top; }
 th { border-bottom: 1.5px solid #444; } tr:nth-child(even) td { background: #f3f3f3; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.best { font-weight: bold; }
 p.note { font-style: italic; color: #444; max-width: 70em; }
 p.fail { color: #b00000; }
+pre.suite { background: #f7f7f7; padding: 0.6em; overflow-x: auto; }
 .plot { width: 100%; }
-.cd svg { max-width: 100%; height: auto; }
+.cd svg, .figure svg { max-width: 100%; height: auto; }
 code { font-size: 0.95em; }
 """
 
 
 def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str | os.PathLike, *,
-               title: str | None = None, text: str | None = None) -> Path:
+               title: str | None = None, baseline: str | os.PathLike | xr.Dataset | None = None,
+               sections: Sequence[Section] | None = None) -> Path:
     """Write the interactive HTML report of results cubes.
 
     Parameters
     ----------
     cubes : netCDF paths, Datasets or loaded `load.Cube` objects, one per experiment.
-    out : the ``.html`` file to write; written to a temporary file first and
-        moved into place, so a failed report leaves no half file.
+    out : the ``.html`` file to write; written whole to a temporary name and
+        renamed, so a failed report leaves no half file.
     title : heading; default "cmbench report: <suite>".
-    text : the page, when `build_html` already built it from these cubes
-        (in a helper process); it is then only written.
+    baseline : a cube to compare against, as for the PDF.
+    sections : the report model (`model.build_report`) when the caller built
+        it already (for the PDF too); else it is built here.
 
     Returns
     -------
@@ -83,30 +89,30 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     Raises
     ------
     cmbench.errors.UserError
-        A cube cannot be read or lacks a dimension or variable.
+        ``out`` cannot be written (checked before anything is rendered), or a
+        cube cannot be read or lacks a dimension or variable.
     """
-    if text is None:
-        loaded = load_cubes(list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube))
-                            else [cubes])
-        if title is None:
-            suites = sorted({str(c.attrs.get("suite", "")) for c in loaded} - {""})
-            title = "cmbench report" + (f": {', '.join(suites)}" if suites else "")
-        text = build_html(loaded, title=title)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with replaced(out, suffix=".html.part") as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
+    out = check_out(out, [*cubes, baseline], kind="html")
+    if sections is None:
+        loaded = load_cubes(cubes)
+        base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
+        title = default_title(loaded) if title is None else title
+        sections = build_report(loaded, title=title, baseline=base)
+    write_bytes(out, build_html(sections, title=title).encode("utf-8"))
     return out
 
 
-def build_html(cubes: Sequence[Cube], *, title: str) -> str:
-    """The whole page as a string (see the module docstring for its sections)."""
+def build_html(sections: Sequence[Section], *, title: str) -> str:
+    """The whole page as a string: a table of contents, then each section."""
     from plotly.offline import get_plotlyjs
 
-    styles = MethodStyles(m for c in cubes for m in c.methods)
-    body = [f"<h1>{_e(title)}</h1>", _nav(cubes), _provenance(cubes, title)]
-    for cube in cubes:
-        body.append(_experiment(cube, styles))
+    ids = _Ids()
+    body = [f"<h1>{_e(title)}</h1>"]
+    anchors = [(ids.new(s.slug), s) for s in sections]
+    body.append("<nav>" + " ".join(f'<a href="#{a}">{_e(s.title)}</a>' for a, s in anchors) + "</nav>")
+    for anchor, section in anchors:
+        body.append(render_section(section, anchor, ids))
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -116,318 +122,207 @@ def build_html(cubes: Sequence[Cube], *, title: str) -> str:
         # the plotting library, inlined: the page must work with no network
         f'<script type="text/javascript">{get_plotlyjs()}</script>',
         "</head>", "<body>", *body,
-        f'<p class="note">Written {now} by cmbench {__version__} from {len(cubes)} results cube(s); '
-        f"nothing was rerun.</p>", "</body>", "</html>", ""])
+        f'<p class="note">Written {now} by cmbench {__version__}; nothing was rerun.</p>',
+        "</body>", "</html>", ""])
 
 
-# -- sections ---------------------------------------------------------------------------
-def _nav(cubes: Sequence[Cube]) -> str:
-    links = ['<a href="#provenance">provenance</a>']
-    for c in cubes:
-        s = _slug(c.experiment)
-        links += [f'<a href="#{s}-curves">{_e(c.experiment)}: curves</a>',
-                  f'<a href="#{s}-ranking">ranking</a>', f'<a href="#{s}-recovery">recovery</a>',
-                  f'<a href="#{s}-cells">failures</a>']
-    return "<nav>" + " ".join(links) + "</nav>"
-
-
-def _provenance(cubes: Sequence[Cube], title: str) -> str:
-    counts = [c.status_counts() for c in cubes]
-    n_fail = sum(n.get(s, 0) for n in counts for s in FAILURES)
-    parts = ['<h2 id="provenance">Provenance</h2>']
-    suites = sorted({str(c.attrs.get("suite", "?")) for c in cubes})
-    parts.append(f"<p>Suite: {_e(', '.join(suites))}.</p>")
-    parts.append(f'<p class="fail">{n_fail} cell(s) failed or timed out; see each experiment\'s '
-                 f"failures section.</p>" if n_fail else "<p>No cell failed or timed out.</p>")
-    parts.append(_table(["experiment", "suite file (hash)", "seed", "created", "host", "cmbench"]
-                        + [s for s in STATUSES],
-                        [[c.experiment, f"{c.attrs.get('suite_file', '?')} "
-                                        f"({str(c.attrs.get('suite_hash', '?'))[:12]})",
-                          c.attrs.get("seed", "?"), c.attrs.get("created", "?"), c.attrs.get("host", "?"),
-                          c.attrs.get("cmbench_version", "?")] + [n.get(s, 0) for s in STATUSES]
-                         for c, n in zip(cubes, counts)], num=range(6, 6 + len(STATUSES))))
-    env = _environment(cubes)
-    if env:
-        parts.append("<h3>Environment</h3>" + _table(["experiment", "what", "value"], env))
-    plugins = {f"{p.get('plugin', p.get('name', '?'))} {p.get('version', '?')}": None
-               for c in cubes for p in c.plugins}
-    parts.append("<p>Plugins: " + _e(", ".join(plugins) or "not recorded") + ".</p>")
-    rows = []
-    for c in cubes:
-        for d in c.datasets:
-            info = c.datasets_info.get(d, {})
-            shape = info.get("shape")
-            rows.append([c.experiment, d, info.get("name", "?"), f"{shape[0]} x {shape[1]}" if shape else "?",
-                         info.get("rank", "–") if info.get("rank") is not None else "–",
-                         "yes" if info.get("structure_known") else "no",
-                         info["m_a"] if info.get("m_a") is not None else "–", len(c.ds["instance"])])
-    parts.append("<h3>Data sets</h3>" + _table(
-        ["experiment", "label", "component", "N x n", "rank", "structure", "m_A", "instances"], rows,
-        num=(3, 4, 6, 7)))
-    rows = [[c.experiment, m, f"{r} + {e}"] for c in cubes for m, (r, e) in c.methods.items()]
-    parts.append("<h3>Methods</h3>" + _table(["experiment", "method", "recoverer + estimator"], rows))
-    suite_texts = {str(c.attrs.get("suite_text")) for c in cubes if c.attrs.get("suite_text")}
-    for text in suite_texts:
-        parts.append("<details><summary>Suite file</summary><pre>" + _e(text) + "</pre></details>")
+def render_section(section: Section, anchor: str, ids: "_Ids") -> str:
+    parts = [f'<section id="{anchor}">', f"<h2>{_e(plain(section.title))}</h2>"]
+    for reason in section.omitted:
+        parts.append(f'<p class="note">Left out: {_e(reason)}.</p>')
+    for page in section.pages:
+        if page.text is not None:
+            parts.append(render_text(page.text, section.title))
+        elif page.draw.__name__ == "draw_text_page":
+            continue  # a page continuing a text rendered whole on its first page
+        else:
+            render = RENDERERS.get(type(page.record), render_svg)
+            parts.append(render(page, ids.new(page.slug)))
+    parts.append("</section>")
     return "\n".join(parts)
 
 
-def _environment(cubes: Sequence[Cube]) -> list[list]:
-    """Versions, BLAS and CPU recorded in each cube's ``environment`` attribute, if any."""
-    rows = []
-    for c in cubes:
-        env = environment_attr(c.attrs)
-        if isinstance(env, dict):
-            rows += [[c.experiment, k, v if isinstance(v, str) else json.dumps(v)] for k, v in env.items()]
-    return rows
-
-
-def _experiment(cube: Cube, styles: MethodStyles) -> str:
-    s = _slug(cube.experiment)
-    descr = str(cube.attrs.get("description", "")).strip()
-    parts = [f'<h2 id="{s}-curves">{_e(cube.experiment)}: error versus budget</h2>']
-    if descr:
-        parts.append(f"<p>{_e(descr)}</p>")
-    parts.append('<p class="note">Mean over instances with a 95% confidence band. Drag to zoom, '
-                 "double-click to reset; hover for values; click a method in the legend to hide or "
-                 "show it in every panel, double-click it to show it alone.</p>")
-    for adversary in cube.adversaries:
-        for metric in cube.metrics:
-            fig = _curves(cube, adversary, metric, styles)
-            if fig is None:
-                continue
-            parts.append(f"<h3>{_e(METRIC_TEXT.get(metric, metric))}, adversary {_e(adversary)}</h3>")
-            parts.append(fig.to_html(f"{s}-{_slug(adversary)}-{_slug(metric)}"))
-    parts.append(_ranking(cube))
-    parts.append(_recovery(cube))
-    rt = _runtime(cube, styles)
-    if rt is not None:
-        parts.append(f"<h3>{_e(cube.experiment)}: runtime per method</h3>")
-        parts.append(rt.to_html(f"{s}-runtime"))
-    parts.append(_cells(cube))
+# -- text -----------------------------------------------------------------------------------
+def render_text(text, section_title: str) -> str:
+    """A flowed text's blocks (`layout.TextPages.blocks`) as HTML."""
+    parts = [] if text.title == section_title else [f"<h3>{_e(text.title)}</h3>"]
+    suite = text.title.startswith("Suite file")
+    lines: list[str] = []
+    for block in text.blocks:
+        if suite and block[0] == "para" and block[2] == "normal":
+            lines.append(block[1])  # the suite file's lines, as one preformatted block
+            continue
+        if block[0] == "heading":
+            parts.append(f"<h4>{_e(block[1])}</h4>")
+        elif block[0] == "para":
+            _, body, style, color = block
+            cls = "fail" if color != "black" else ("note" if style == "italic" else "")
+            parts.append(f'<p class="{cls}">{_e(body)}</p>' if cls else f"<p>{_e(body)}</p>")
+        elif block[0] == "table":
+            _, cols, rows = block
+            parts.append(_table([c.header for c in cols], rows,
+                                num=[i for i, c in enumerate(cols) if c.align == "right"]))
+    if lines:
+        parts.append('<pre class="suite">' + _e("\n".join(lines)) + "</pre>")
     return "\n".join(parts)
 
 
-def _curves(cube: Cube, adversary: str, metric: str, styles: MethodStyles):
-    summ = summarize(cube.ok_values(metric).sel(adversary=adversary))
-    dims = ("method", "dataset", "budget")
-    mean_a, half_a, count_a = (a.transpose(*dims).values for a in (summ.mean, summ.half, summ.count))
-    mi, di = positions(summ.mean, "method"), positions(summ.mean, "dataset")
-    datasets = [d for d in cube.datasets if np.isfinite(mean_a[:, di[d]]).any()]
-    if not datasets:
-        return None
-    ncols = min(len(datasets), 3)
-    nrows = -(-len(datasets) // ncols)
-    titles = [_plain_title(cube.dataset_title(d)) for d in datasets]
-    fig = _Plot.grid(nrows, ncols, titles, horizontal_spacing=0.06,
-                     vertical_spacing=0.12 if nrows > 1 else 0.1)
-    x = cube.budgets
-    order = np.argsort(x)
-    xs = x[order]
+# -- figures ----------------------------------------------------------------------------------
+def _figure_head(title: str, subtitle: str = "") -> list[str]:
+    out = [f"<h3>{_e(plain(title))}</h3>"]
+    if subtitle:
+        out.append(f'<p class="note">{_e(plain(subtitle))}</p>')
+    return out
+
+
+def render_curves(page: Page, div: str) -> str:
+    """A `figures.CurvePage` as a grid of plotly panels (one per data set), notes below."""
+    rec: CurvePage = page.record
+    n = len(rec.panels)
+    ncols = min(n, 3)
+    nrows = -(-n // ncols)
+    fig = _Plot.grid(nrows, ncols, [_plain_title(p.title) for p in rec.panels])
     shown: set[str] = set()
-    for i, d in enumerate(datasets):
-        k = i + 1  # the subplot, row by row
-        for m in cube.methods:
-            centre = mean_a[mi[m], di[d]][order]
-            half = half_a[mi[m], di[d]][order]
-            count = count_a[mi[m], di[d]][order]
+    for k, panel in enumerate(rec.panels, start=1):
+        x = np.asarray(panel.x, dtype=float)
+        order = np.argsort(x)
+        xs = x[order]
+        centres = []
+        for m, (centre, half) in panel.curves.items():
+            centre = np.asarray(centre, float)[order]
+            half = np.asarray(half, float)[order]
             if not np.isfinite(centre).any():
                 continue
-            st = styles[m]
+            centres.append(centre)
+            st = rec.styles[m]
             band = np.isfinite(centre) & np.isfinite(half)
             if band.any():
                 upper, lower = np.where(band, centre + half, np.nan), np.where(band, centre - half, np.nan)
-                fig.add(k, type="scatter",
-                        x=np.concatenate([xs, xs[::-1]]), y=np.concatenate([upper, lower[::-1]]),
-                        mode="lines", fill="toself", fillcolor=_rgba(st.color, 0.16), line={"width": 0},
-                        hoverinfo="skip", legendgroup=m, showlegend=False, name=m,
-                        meta={"role": "band", "method": m})
-            fig.add(k, type="scatter",
-                x=xs, y=centre, mode="lines+markers", name=m, legendgroup=m,
-                showlegend=m not in shown,
-                line={"color": st.color, "dash": DASHES.get(st.linestyle, "solid"), "width": 2},
-                marker={"symbol": SYMBOLS.get(st.marker, "circle"), "size": 6},
-                customdata=np.stack([np.nan_to_num(half, nan=-1.0), count], axis=-1),
-                meta={"role": "curve", "method": m},
-                hovertemplate=(f"<b>{_e(m)}</b><br>{_e(d)}<br>budget %{{x:.4g}}<br>"
-                               f"{_e(METRIC_TEXT.get(metric, metric))} %{{y:.4g}}"
-                               " ± %{customdata[0]:.3g}<br>instances ok: %{customdata[1]}"
-                               "<extra></extra>"))
+                fig.add(k, type="scatter", x=np.concatenate([xs, xs[::-1]]),
+                        y=np.concatenate([upper, lower[::-1]]), mode="lines", fill="toself",
+                        fillcolor=_rgba(st.color, 0.16), line={"width": 0}, hoverinfo="skip",
+                        legendgroup=m, showlegend=False, name=m, meta={"role": "band", "method": m})
+            fig.add(k, type="scatter", x=xs, y=centre, mode="lines+markers", name=m, legendgroup=m,
+                    showlegend=m not in shown,
+                    line={"color": st.color, "dash": DASHES.get(st.linestyle, "solid"), "width": 2},
+                    marker={"symbol": SYMBOLS.get(st.marker, "circle"), "size": 6},
+                    customdata=np.nan_to_num(half, nan=-1.0), meta={"role": "curve", "method": m},
+                    hovertemplate=(f"<b>{_e(m)}</b><br>{_e(panel.key or panel.title)}<br>"
+                                   f"{_e(plain(rec.xlabel))} %{{x:.4g}}<br>{_e(plain(rec.ylabel))} "
+                                   "%{y:.4g} ± %{customdata:.3g}<extra></extra>"))
             shown.add(m)
         # y range from the curves, not the bands: a band over two instances can be
         # huge and would flatten every curve (zoom out to see it whole)
-        centres = mean_a[:, di[d]]
-        top = float(np.nanmax(centres)) if np.isfinite(centres).any() else 1.0
-        low = min(0.0, float(np.nanmin(centres)))
+        allc = np.concatenate(centres) if centres else np.array([0.0])
+        top = float(np.nanmax(allc)) if np.isfinite(allc).any() else 1.0
+        low = min(0.0, float(np.nanmin(allc))) if np.isfinite(allc).any() else 0.0
         top = top * 1.15 if top > 0 else 1.0
-        fig.axis("y", k)["range"] = [low, top]
+        if rec.floor_zero:
+            fig.axis("y", k)["range"] = [low, top]
         # thresholds as lines with their label on hover (text on the plot would overlap)
-        for j, (label, value) in enumerate(thresholds_for(cube, d, adversary)):
-            text = _plain_title(label)
-            fig.add(k, type="scatter",
-                x=[value, value], y=[low, top], mode="lines", name="recovery thresholds",
-                legendgroup="recovery thresholds", showlegend="recovery thresholds" not in shown,
-                line={"color": "#555", "width": 1, "dash": THRESHOLD_DASHES[j % len(THRESHOLD_DASHES)]},
-                meta={"role": "threshold"},
-                hovertemplate=f"{text} = {value:.4g}<extra></extra>")
+        for j, (label, value) in enumerate(panel.thresholds):
+            fig.add(k, type="scatter", x=[value, value], y=[low, top], mode="lines",
+                    name="recovery thresholds", legendgroup="recovery thresholds",
+                    showlegend="recovery thresholds" not in shown,
+                    line={"color": "#555", "width": 1, "dash": THRESHOLD_DASHES[j % len(THRESHOLD_DASHES)]},
+                    meta={"role": "threshold"},
+                    hovertemplate=f"{_e(plain(label))} = {value:.4g}<extra></extra>")
             shown.add("recovery thresholds")
-    axis = cube.budget_axis(adversary)
-    for k in range(1, len(datasets) + 1):
-        fig.axis("x", k)["title"] = {"text": _plain_title(axis)}
-        fig.axis("y", k)["title"] = {"text": METRIC_TEXT.get(metric, metric)}
+        if rec.zero_line:
+            fig.add(k, type="scatter", x=[float(xs.min()), float(xs.max())], y=[0, 0], mode="lines",
+                    line={"color": "#333", "width": 1}, hoverinfo="skip", showlegend=False)
+        fig.axis("x", k)["title"] = {"text": _e(plain(rec.xlabel))}
+        fig.axis("y", k)["title"] = {"text": _e(plain(rec.ylabel))}
     height = 380 * nrows + 150
     plot_h = height - 150 - 50
     fig.layout.update(height=height, hovermode="closest",
-                      # above the two-line panel titles
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 55 / plot_h,
                               "xanchor": "left", "x": 0, "groupclick": "togglegroup"},
                       margin={"t": 150, "l": 60, "r": 20, "b": 50})
-    return fig
+    notes = list(rec.notes)
+    for p in rec.panels:
+        if p.off_range:
+            notes.append(f"Recovery thresholds beyond the budgets shown ({p.key or p.title}): "
+                         f"{'; '.join(p.off_range)}.")
+    return "\n".join(_figure_head(rec.title, rec.subtitle) + [fig.to_html(div)]
+                     + [f'<p class="note">{_e(plain(n))}</p>' for n in notes])
 
 
-def _recovery(cube: Cube) -> str:
-    """Recovery quality per recoverer: RMSE of the recovered entries and fraction recovered."""
-    from .recovery import QUANTITIES, tolerance_text
-
-    if "recovery_rmse" not in cube.ds.data_vars:
-        return ""
-    s = _slug(cube.experiment)
-    recs = [str(r) for r in cube.ds["recoverer"].values]
-    styles = MethodStyles(recs)
-    ok_any = (cube.ds["status"] == "ok").any("estimator")
-    parts = [f'<h2 id="{s}-recovery">{_e(cube.experiment)}: recovery quality</h2>',
-             f'<p class="note">Per recoverer, mean over instances: the RMSE of the recovered entries '
-             f"against the clean values (over the hidden or replaced entries it filled, in the data's "
-             f"units) and the fraction of corrupted entries recovered; {_e(tolerance_text(cube))}.</p>"]
-    x = cube.budgets
-    order = np.argsort(x)
-    for adversary in cube.adversaries:
-        for var, (ylabel, what) in QUANTITIES.items():
-            if var not in cube.ds.data_vars:
-                continue
-            values = cube.ds[var].where(ok_any & np.isfinite(cube.ds[var])).sel(adversary=adversary)
-            mean = values.mean("instance", skipna=True)
-            mean_a = mean.transpose("recoverer", "dataset", "budget").values
-            ri, di = positions(mean, "recoverer"), positions(mean, "dataset")
-            datasets = [d for d in cube.datasets if np.isfinite(mean_a[:, di[d]]).any()]
-            if not datasets:
-                continue
-            ncols = min(len(datasets), 3)
-            nrows = -(-len(datasets) // ncols)
-            fig = _Plot.grid(nrows, ncols, [_e(d) for d in datasets])
-            shown: set[str] = set()
-            for i, d in enumerate(datasets):
-                for r in recs:
-                    y = mean_a[ri[r], di[d]][order]
-                    if not np.isfinite(y).any():
-                        continue
-                    st = styles[r]
-                    fig.add(i + 1, type="scatter",
-                        x=x[order], y=y, mode="lines+markers", name=r, legendgroup=r,
-                        showlegend=r not in shown, line={"color": st.color},
-                        marker={"symbol": SYMBOLS.get(st.marker, "circle")},
-                        hovertemplate=f"<b>{_e(r)}</b> on {_e(d)}<br>budget %{{x:.4g}}<br>"
-                                      f"{_e(ylabel)} %{{y:.4g}}<extra></extra>")
-                    shown.add(r)
-            for k in range(1, nrows * ncols + 1):
-                fig.axis("x", k)["title"] = {"text": _plain_title(cube.budget_axis(adversary))}
-                fig.axis("y", k).update(title={"text": ylabel}, rangemode="tozero")
-            fig.layout.update(height=330 * nrows + 90, margin={"t": 70, "l": 60, "r": 20, "b": 50})
-            parts.append(f"<h3>{_e(what)}, adversary {_e(adversary)}</h3>")
-            parts.append(fig.to_html(f"{s}-{_slug(adversary)}-{var}"))
-    return "\n".join(parts)
-
-
-def _runtime(cube: Cube, styles: MethodStyles):
-    secs = cube.by_method("seconds").where(cube.status() == "ok")
-    means = {m: float(secs.sel({"method": m}).mean(skipna=True)) for m in cube.methods}
-    means = {m: v for m, v in means.items() if np.isfinite(v)}
-    if not means:
-        return None
+def render_runtime(page: Page, div: str) -> str:
+    """A `figures.RuntimePage` as a bar per method (mean seconds per ok cell, log axis)."""
+    rec: RuntimePage = page.record
+    keep = [i for i, v in enumerate(rec.overall) if np.isfinite(v)]
     fig = _Plot({})
-    fig.data.append({"type": "bar", "x": list(means), "y": list(means.values()),
-                     "marker": {"color": [styles[m].color for m in means]},
+    fig.data.append({"type": "bar", "x": [rec.methods[i] for i in keep], "y": [float(rec.overall[i]) for i in keep],
+                     "marker": {"color": [rec.styles[rec.methods[i]].color for i in keep]},
                      "hovertemplate": "%{x}: %{y:.3g} s per cell<extra></extra>"})
-    fig.layout.update(height=360, yaxis={"title": {"text": "seconds per cell (mean)"}, "type": "log"},
+    fig.layout.update(height=360, yaxis={"title": {"text": "seconds per cell (mean over ok cells)"}, "type": "log"},
                       margin={"t": 30, "l": 60, "r": 20, "b": 100})
-    return fig
+    rows = [[runtime_label(m, v).replace("\n", ", ")] + [fmt_num(t) for t in rec.per_dataset[i]]
+            for i, (m, v) in enumerate(zip(rec.methods, rec.overall))]
+    return "\n".join(_figure_head(f"{rec.experiment}: runtime per method",
+                                   f"Seconds recorded per cell (data set, instance, adversary, budget) for each "
+                                   f"method; {rec.timeouts} timed-out and {rec.failures} failed cells are left out.")
+                      + [fig.to_html(div), _table(["method, mean seconds per ok cell"] + rec.datasets, rows,
+                                                  num=range(1, len(rec.datasets) + 1))])
 
 
-def _ranking(cube: Cube) -> str:
-    s = _slug(cube.experiment)
-    parts = [f'<h2 id="{s}-ranking">{_e(cube.experiment)}: ranking of methods</h2>',
-             '<p class="note">A cell is one (data set, adversary, budget); a method\'s value there is '
-             "its mean over the instances that are ok. Ranks are taken per cell (1 = lowest error); a "
-             "method without a value in a cell shares the ranks below those that have one. Mean error "
-             "is over the cells where the method has a value.</p>"]
-    for metric in cube.metrics:
-        df = tables.ranking(cube, metric)
-        parts.append(f"<h3>By {_e(METRIC_TEXT.get(metric, metric))}</h3>")
-        if not np.isfinite(df["mean_rank"]).any():
-            parts.append(f'<p class="note">No method has a {_e(metric)} value in this experiment.</p>')
-            continue
-        full = (df["cells"] == df["total_cells"]).to_numpy()
-        errs = df["mean_error"].where(full)
-        best_err = errs == errs.min()
-        best_rank = df["mean_rank"] == df["mean_rank"].min()
-        rows = [[i + 1, r.method, f"{r.recoverer} + {r.estimator}",
-                 (tables.fmt_num(r.mean_error), bool(best_err.iloc[i])),
-                 (tables.fmt_num(r.mean_rank, 3), bool(best_rank.iloc[i])), f"{r.cells} / {r.total_cells}"]
-                for i, r in enumerate(df.itertuples())]
-        parts.append(_table(["#", "method", "recoverer + estimator", "mean error", "average rank",
-                             "cells with a value"], rows, num=(0, 3, 4, 5)))
-        result, blocks, reason = significance.run_tests(cube, metric)
-        for text in significance.describe(result, blocks, reason, metric):
-            parts.append(f"<p>{_e(text)}</p>")
-        if result is not None:
-            parts.append(f'<div class="cd" id="{s}-cd-{_slug(metric)}">{_cd_svg(result)}</div>')
-    return "\n".join(parts)
+def render_cd(page: Page, div: str) -> str:
+    """A `significance.CdPage`: its caption and the diagram as inline SVG."""
+    from .significance import cd_diagram
+
+    rec: CdPage = page.record
+    return "\n".join(_figure_head(rec.title, rec.caption)
+                      + [f'<div class="cd" id="{div}">{_svg(lambda: cd_diagram(rec.result))}</div>'])
 
 
-def _cd_svg(result) -> str:
+def render_svg(page: Page, div: str) -> str:
+    """Any other figure record: the inline SVG of its matplotlib drawing (the PDF's page)."""
+    title = getattr(page.record, "title", None) or page.slug
+    return "\n".join([f"<h3>{_e(plain(str(title)))}</h3>",
+                      f'<div class="figure" id="{div}">{_svg(lambda: page.draw(page.record))}</div>'])
+
+
+#: figure record type -> its HTML renderer; a record type not listed renders as SVG (`render_svg`)
+RENDERERS: dict[type, Callable[[Page, str], str]] = {
+    CurvePage: render_curves, RuntimePage: render_runtime, CdPage: render_cd}
+
+
+def _svg(draw: Callable) -> str:
     import matplotlib
 
-    # Text as SVG text, not outlines: the browser sets it (it can be selected and searched), and
-    # the diagram is written in 40-60% less time (0.16 s against 0.3-0.38 s for the paper suite's three)
+    from .style import RC
+
+    # Text as SVG text, not outlines: the browser sets it (it can be selected and searched)
     with matplotlib.rc_context({**RC, "svg.fonttype": "none"}):
-        fig = significance.cd_diagram(result)
+        fig = draw()
         buf = io.StringIO()
         fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.clear()
     svg = buf.getvalue()
     return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
 
 
-def _cells(cube: Cube) -> str:
-    s = _slug(cube.experiment)
-    parts = [f'<h2 id="{s}-cells">{_e(cube.experiment)}: cells that did not run</h2>']
-    n_inst, n_budget = len(cube.ds["instance"]), len(cube.ds["budget"])
-    for statuses, head, empty in (
-            (FAILURES, "Failed and timed-out cells", "No cell failed or timed out."),
-            (GAPS, "Gaps: undefined and not-applicable cells (not failures)",
-             "Every method is defined and applicable on every cell.")):
-        df = tables.cells_with_status(cube, statuses)
-        parts.append(f"<h3>{_e(head)}" + (f" ({int(df['cells'].sum())} cells)" if len(df) else "") + "</h3>")
-        if df.empty:
-            parts.append(f'<p class="note">{_e(empty)}</p>')
-            continue
-        parts.append(_table(
-            ["status", "method", "recoverer + estimator", "data set", "adversary", "budgets", "instances",
-             "cells", "message"],
-            [[r.status, r.method or "–", f"{r.recoverer} + {', '.join(r.estimators)}", ", ".join(r.datasets),
-              r.adversary, tables.fmt_list(r.budgets, n_budget), tables.fmt_list(r.instances, n_inst),
-              r.cells, tables.brief_error(r.error) or "(no message)"] for r in df.itertuples()],
-            num=(7,)))
-    return "\n".join(parts)
+class _Ids:
+    """Element ids unique in the page: a repeated slug (two cubes of one experiment name) gets -2, -3."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def new(self, slug: str) -> str:
+        base = _slug(slug)
+        n = self.seen.get(base, 0) + 1
+        self.seen[base] = n
+        return base if n == 1 else f"{base}-{n}"
 
 
 # -- plotly figures as plain JSON ------------------------------------------------------------
 class _Plot:
     """A plotly figure as plain dicts (``data``: traces, ``layout``), written with plotly.js.
 
-    plotly's Python figure objects validate every property on every assignment,
-    which took most of the HTML report's time; the page needs only the JSON.
-    Grids get the axis domains and panel titles plotly's `make_subplots` would
-    give them (`_grid_layout`).
+    plotly's Python figure objects validate every property on every assignment;
+    the page needs only the JSON. Grids of panels use plotly.js's own layout
+    grid (``layout.grid``), with each panel's title as an annotation above it.
     """
 
     CONFIG = {"displaylogo": False, "responsive": True}
@@ -437,12 +332,12 @@ class _Plot:
         self.layout = layout
 
     @classmethod
-    def grid(cls, rows: int, cols: int, titles: Sequence[str], horizontal_spacing=None,
-             vertical_spacing=None) -> "_Plot":
-        layout = copy.deepcopy(_grid_layout(rows, cols, len(titles), horizontal_spacing, vertical_spacing))
-        for note, title in zip(layout.get("annotations", []), titles):
-            note["text"] = title
-        return cls(layout)
+    def grid(cls, rows: int, cols: int, titles: Sequence[str]) -> "_Plot":
+        layout = {"grid": {"rows": rows, "columns": cols, "pattern": "independent", "roworder": "top to bottom",
+                           "xgap": 0.18, "ygap": 0.45 if rows > 1 else 0.2}}
+        plot = cls(layout)
+        plot.titles = list(titles)
+        return plot
 
     def add(self, k: int, **trace) -> None:
         """Add a trace to subplot ``k`` (1-based, row by row)."""
@@ -457,43 +352,14 @@ class _Plot:
         import plotly.io as pio
 
         layout = dict(self.layout, template=_template())
+        titles = getattr(self, "titles", [])
+        if titles:
+            layout["annotations"] = [
+                {"text": t, "showarrow": False, "xref": f"x{'' if k == 1 else k} domain",
+                 "yref": f"y{'' if k == 1 else k} domain", "x": 0.5, "y": 1.0, "xanchor": "center",
+                 "yanchor": "bottom", "font": {"size": 13}} for k, t in enumerate(titles, start=1)]
         return pio.to_html({"data": self.data, "layout": layout}, validate=False, full_html=False,
                            include_plotlyjs=False, div_id=div_id, config=self.CONFIG)
-
-
-@functools.lru_cache(maxsize=None)
-def _grid_layout(rows: int, cols: int, titles: int, horizontal_spacing, vertical_spacing) -> dict:
-    """The layout plotly's ``make_subplots(rows, cols, subplot_titles=...)`` makes: its arithmetic
-    for a plain grid (``tests/test_html_report.py`` checks it against plotly's own).
-
-    Importing `plotly.subplots` and building one figure with it took 0.11-0.2 s of
-    the HTML page's 0.7-0.95 s, on every run that rebuilds the page.
-    """
-    hs = 0.2 / cols if horizontal_spacing is None else horizontal_spacing
-    vs = 0.5 / rows if vertical_spacing is None else vertical_spacing  # plotly's default with titles
-    widths = [(1.0 - hs * (cols - 1)) / cols] * cols
-    heights = [(1.0 - vs * (rows - 1)) / rows] * rows
-    layout: dict = {}
-    notes = []
-    for r in range(rows):  # row 1 at the top
-        below = rows - 1 - r
-        y_s = sum(heights[:below]) + below * vs
-        y_e = y_s + heights[-1 - r]
-        y_s, y_e = (min(max(y, 0.0), 1.0) for y in (y_s, y_e))  # plotly's rounding at the edges
-        for c in range(cols):
-            k = r * cols + c + 1
-            suffix = "" if k == 1 else str(k)
-            x_s = sum(widths[:c]) + c * hs
-            x_domain, y_domain = [x_s, x_s + widths[c]], [y_s, y_e]
-            layout[f"xaxis{suffix}"] = {"anchor": f"y{suffix}", "domain": x_domain}
-            layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "domain": y_domain}
-            if k <= titles:
-                notes.append({"font": {"size": 16}, "showarrow": False, "text": f"title {k - 1}",
-                              "x": sum(x_domain) / 2.0, "xanchor": "center", "xref": "paper",
-                              "y": y_domain[1], "yanchor": "bottom", "yref": "paper"})
-    if notes:
-        layout["annotations"] = notes
-    return layout
 
 
 @functools.lru_cache(maxsize=None)

@@ -66,6 +66,28 @@ def _feed(h, obj) -> None:
         raise TypeError(f"a page record holds a {type(obj).__name__}, which has no digest")
 
 
+def code_digest() -> str:
+    """Size and modification time of the report package's modules and cmbench's version:
+    an edited report module redraws its pages and reports."""
+    from ..version import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        st = path.stat()
+        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def salt() -> str:
+    """What a drawn page depends on besides its record: the report code, the rc settings and
+    matplotlib's version."""
+    from importlib.metadata import version
+
+    from .style import RC
+
+    return "\x1d".join([code_digest(), repr(sorted(RC.items())), version("matplotlib")])
+
+
 def record_digest(page, salt: str = "") -> Optional[str]:
     """The digest of a page's record and drawing function (None: the page has no record).
 

@@ -1,4 +1,10 @@
-"""The PDF report: every page of a list of cubes, in order (see the package docstring)."""
+"""The PDF report: the pages of `model.build_report`, drawn with matplotlib.
+
+Pages whose record is kept in a page cache (`pagecache`) are copied from the
+document they were drawn into; the others are drawn by the strategy the caller
+passes (`drawing.draw_here` or a `drawing.Pool`), and the report is merged
+from those documents with pypdf.
+"""
 from __future__ import annotations
 
 import datetime as _dt
@@ -6,43 +12,35 @@ import io
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
-
-import contextlib
-from importlib.metadata import version
+from typing import Sequence
 
 import xarray as xr
 
 from ..version import __version__
-from ..errors import UserError
-from ..files import replaced
-from ..output import writable_folder
-from . import claims, figures, pagecache, recovery, significance, stress, tables, theory_pages
-from .fonts import font_subsets
-from .pagecache import PageCache
-from .layout import Page, text_pages
+from . import pagecache
+from .drawing import Strategy, draw_here
+from .layout import Page
 from .load import Cube, load_cube, load_cubes
-from .style import RC, MethodStyles
+from .model import build_report, default_title, flatten
+from .pagecache import PageCache
+from .writing import check_out, write_bytes
 
-if TYPE_CHECKING:
-    from .helpers import Helpers
-
-__all__ = ["write_report", "build_pages"]
+__all__ = ["write_report", "build_pages", "default_title"]
 
 
 def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.PathLike, *,
                  baseline: str | os.PathLike | xr.Dataset | None = None,
                  png_dir: str | os.PathLike | None = None, title: str | None = None,
-                 page_cache: str | os.PathLike | None = None, workers: int = 1,
-                 helpers: "Helpers | None" = None) -> Path:
+                 page_cache: str | os.PathLike | None = None, draw: Strategy | None = None,
+                 sections=None) -> Path:
     """Write a PDF report of results cubes.
 
     Parameters
     ----------
     cubes : netCDF paths, ``xarray.Dataset`` objects or loaded `load.Cube` objects,
         one per experiment.
-    out : the PDF to write (parent folders are made); written to a temporary
-        file first and moved into place, so a failed report leaves no half file.
+    out : the PDF to write (parent folders are made); written whole to a
+        temporary name beside it and renamed, so a failed report leaves no half file.
     baseline : a cube to compare against; each cube sharing method labels and
         coordinates with it gets difference pages.
     png_dir : also write each figure (error curves, runtime, baseline
@@ -50,11 +48,10 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     title : first-page title; default "cmbench report: <suite>".
     page_cache : a folder of drawn pages (`pagecache`): a page whose record
         is found there is copied instead of drawn, and the pages drawn now are
-        kept there. Not used with ``png_dir`` (every figure is drawn then).
-    workers : draw the pages in this many helper processes (`helpers`) when
-        more than 1; the report is the same as drawn in this process.
-    helpers : helper processes already started (`helpers.Helpers`), used
-        instead of ``workers``; the caller closes them.
+        kept there.
+    draw : how the pages not kept are drawn (`drawing`); default: in this process.
+    sections : the report model (`model.build_report`) when the caller built it
+        already (for the HTML too); else it is built here.
 
     Returns
     -------
@@ -63,130 +60,57 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     Raises
     ------
     cmbench.errors.UserError
-        A cube cannot be read or lacks a dimension, variable or label; the
-        message names the file.
-    cmbench.report.helpers.HelperError
-        A helper process failed; nothing was written.
+        ``out`` cannot be written, or a cube cannot be read or lacks a dimension,
+        variable or label; the message names the file.
     """
     cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
-    out = Path(out)
-    refuse_overwriting_inputs(out, [*cubes, baseline])
-    loaded = load_cubes(cubes)
-    base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
-    if title is None:
-        title = default_title(loaded)
-    writable_folder(out.parent, "report folder")
+    out = check_out(out, [*cubes, baseline], kind="pdf")
     png = Path(png_dir) if png_dir is not None else None
     if png is not None:
+        from ..output import writable_folder
+
         writable_folder(png, "PNG folder")
-
-    own = None
-    if helpers is None and workers > 1 and png is None:
-        from .helpers import Helpers
-
-        helpers = own = Helpers(workers, fonts=str(page_cache) if page_cache is not None else None)
-    try:
-        with replaced(out, suffix=".pdf.part") as tmp, \
-                _drawing_here(helpers if png is None else None, page_cache if png is None else None):
-            pages = build_pages(loaded, title=title, baseline=base)
-            _save(pages, tmp, png, title=title, cubes=loaded,
-                  page_cache=Path(page_cache) if page_cache is not None else None,
-                  helpers=helpers if png is None else None)
-    finally:
-        if own is not None:
-            own.close()
-    return out
-
-
-def _drawing_here(helpers, page_cache=None) -> contextlib.AbstractContextManager:
-    """The rc settings of the pages and lean font subsets (`fonts`; kept in ``page_cache``,
-    if given), when this process draws them (matplotlib is then loaded); nothing when helper
-    processes draw: the records need no plotting library."""
-    stack = contextlib.ExitStack()
-    if helpers is None:
-        import matplotlib
-
-        stack.enter_context(matplotlib.rc_context(RC))
-        stack.enter_context(font_subsets(page_cache))
-    return stack
-
-
-def default_title(cubes: Sequence[Cube]) -> str:
-    """"cmbench report: <suite>" (the suites the cubes come from)."""
-    suites = sorted({str(c.attrs.get("suite", "")) for c in cubes} - {""})
-    return "cmbench report" + (f": {', '.join(suites)}" if suites else "")
-
-
-def refuse_overwriting_inputs(out: Path, inputs: Sequence) -> None:
-    """A report never replaces the cubes it is drawn from (``report X.nc -o X.nc``).
-
-    Raises
-    ------
-    UserError
-        ``out`` is one of the input files (the same path, or a link to it).
-    """
-    if not out.exists():
-        return  # an input must exist to be read
-    for item in inputs:
-        if isinstance(item, (str, os.PathLike)) and Path(item).exists() and os.path.samefile(item, out):
-            raise UserError(f"refusing to write the report over its input {item}; choose another -o")
-
-
-def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = None
-                ) -> list[Page]:
-    """Every page of the report, in order (see the module docstring)."""
-    styles = MethodStyles(m for c in cubes for m in c.methods)
-    if baseline is not None:
-        for m in baseline.methods:
-            styles[m]
-    pairs = [(c, baseline) for c in cubes
-             if baseline is not None and tables.comparable(c, baseline)]
-    if baseline is not None and not pairs:
-        raise UserError(f"{baseline.source}: the baseline shares no method label and "
-                        f"(data set, adversary, budget) with the cubes reported")
-    pages = text_pages(tables.provenance_pages(cubes, title, __version__, baseline), "provenance")
-    pages += text_pages(claims.claims_pages(cubes), "claims")
-    pages += text_pages(tables.suite_text_pages(cubes), "suite-file")
-    for cube in cubes:
-        pages += figures.error_pages(cube, styles)
-        pages += text_pages(tables.ranking_pages(cube), f"{cube.experiment}-ranking")
-        pages += significance.cd_pages(cube)
-        pages += stress.stress_pages(cube, styles)  # only cubes with adaptive adversaries
-        pages += recovery.recovery_pages(cube)
-        rt = figures.runtime_page(cube, styles)
-        if rt is not None:
-            pages.append(rt)
-        pages += text_pages(tables.cells_pages(cube), f"{cube.experiment}-cells")
-        for c, b in pairs:
-            if c is cube:
-                pages += figures.baseline_pages(c, b, styles)
-                pages += text_pages(tables.baseline_table_pages(c, b), f"{c.experiment}-baseline")
-    pages += theory_pages.theory_pages(cubes)  # the paper's worked examples the suite names
-    return pages
-
-
-def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str,
-          cubes: Sequence[Cube], page_cache: Path | None = None, helpers=None) -> None:
+    if sections is None:
+        loaded = load_cubes(cubes)
+        base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
+        title = default_title(loaded) if title is None else title
+        sections = build_report(loaded, title=title, baseline=base)
+    pages = flatten(sections)
     meta = {
         "Title": title,
         "Author": f"cmbench {__version__}",
         "Subject": "Robust mean estimation under coordinate-level corruption: "
-                   + ", ".join(c.experiment for c in cubes),
+                   + ", ".join(s.slug[: -len("-curves")] for s in sections if s.slug.endswith("-curves")),
         "Keywords": "cmbench; robust mean estimation; coordinate-level corruption",
         "Creator": "cmbench.report",
         "CreationDate": _dt.datetime.now(_dt.timezone.utc),
     }
-    if (page_cache is not None or helpers is not None) and png is None:
-        _save_cached(pages, pdf_path, meta, PageCache(page_cache) if page_cache is not None else None,
-                     name=pdf_path.name, helpers=helpers)
-        return
+    if png is not None:
+        blob = _draw_with_png(pages, png, meta)
+    else:
+        blob = _merged(pages, meta, PageCache(Path(page_cache)) if page_cache is not None else None,
+                       name=out.name, draw=draw or draw_here)
+    write_bytes(out, blob)
+    return out
+
+
+def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = None) -> list[Page]:
+    """Every page of the report, in order (the PDF's pages of `model.build_report`)."""
+    return flatten(build_report(cubes, title=title, baseline=baseline))
+
+
+def _draw_with_png(pages: Sequence[Page], png: Path, meta: dict) -> bytes:
+    import matplotlib
     from matplotlib.backends.backend_pdf import PdfPages
 
+    from .style import RC
+
     used: set[str] = set()
-    with PdfPages(pdf_path, metadata=meta) as pdf:
+    buf = io.BytesIO()
+    with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
         for page in pages:
             pdf.savefig(page.fig)
-            if png is not None and page.png:
+            if page.png:
                 name = _slug(page.slug)
                 stem, k = name, 2
                 while name in used:
@@ -194,72 +118,53 @@ def _save(pages: Sequence[Page], pdf_path: Path, png: Path | None, *, title: str
                 used.add(name)
                 page.fig.savefig(png / f"{name}.png", dpi=150)
             page.release()
+    return buf.getvalue()
 
 
-def _save_cached(pages: Sequence[Page], pdf_path: Path, meta: dict, cache: PageCache | None, name: str,
-                 helpers=None) -> None:
-    """Write the PDF, drawing only the pages whose record digest the cache does not hold.
+def _merged(pages: Sequence[Page], meta: dict, cache: PageCache | None, name: str, draw: Strategy) -> bytes:
+    """The PDF, drawing only the pages whose record digest ``cache`` does not hold.
 
-    The pages drawn now go into one new document (fonts are subset once for all
-    of them), or with ``helpers`` one per helper process, which the cache keeps;
-    the report is then merged from them and the documents that hold the other
-    pages. A report whose pages are all in one new document is that document
-    itself. ``cache`` None (with ``helpers``): every page is drawn, nothing kept.
+    The pages drawn now come back as one document per drawing process, which
+    the cache keeps; the report is merged from them and the documents that
+    hold the other pages. A report whose pages were all drawn now into one
+    document is that document itself.
     """
-    from .outputs import code_digest
-
-    salt = "\x1d".join([code_digest(), repr(sorted(RC.items())), version("matplotlib")])
+    salt = pagecache.salt()
     digests = [pagecache.record_digest(p, salt) for p in pages]
     found = [cache.find(d) if cache is not None else None for d in digests]
     todo = [i for i, loc in enumerate(found) if loc is None]
-    drawn: list[tuple[list[int], bytes]] = []  # (page indices, document)
-    if helpers is not None:  # also when nothing is to draw: they may be building the HTML page
-        for i in sorted(todo, key=lambda i: -pages[i].cost):  # the costliest first
-            helpers.draw(i, pages[i])
-        drawn = helpers.finish()
-    elif todo:
-        from matplotlib.backends.backend_pdf import PdfPages
+    drawn = draw([(i, pages[i]) for i in todo], meta)
+    if len(drawn) == 1 and len(todo) == len(pages):
+        if cache is not None:
+            cache.add(drawn[0][1], [digests[i] for i in drawn[0][0]])
+            cache.save(name, digests)
+        return drawn[0][1]
+    import pypdf
 
-        buf = io.BytesIO()
-        with PdfPages(buf, metadata=meta) as pdf:
-            for i in todo:
-                pdf.savefig(pages[i].fig)
-                pages[i].release()
-        drawn = [(todo, buf.getvalue())]
     docs: dict[str, bytes] = {}
     where: dict[int, tuple[str, int]] = {}
     for indices, blob in drawn:
-        if cache is not None:
-            doc = cache.add(blob, [digests[i] for i in indices])
-        else:
-            doc = f"drawn-{len(docs)}"
+        doc = cache.add(blob, [digests[i] for i in indices]) if cache is not None else f"drawn-{len(docs)}"
         docs[doc] = blob
         where.update((i, (doc, k)) for k, i in enumerate(indices))
-    if helpers is None and len(todo) == len(pages):
-        pdf_path.write_bytes(drawn[0][1])  # every page new, drawn here in one document: it is the report
-    else:
-        import pypdf
-
-        readers: dict = {}
-        writer = pypdf.PdfWriter()
-        for i in range(len(pages)):
-            doc, k = found[i] if found[i] is not None else where[i]
-            if doc not in readers:
-                readers[doc] = pypdf.PdfReader(io.BytesIO(docs[doc] if doc in docs else cache.document(doc)))
-            writer.add_page(readers[doc].pages[k])
-        # Documents drawn in other runs or helpers each embed their own copy of a font subset;
-        # kept subsets (`fonts`) are the same bytes, written once here (6 ms; a report with a new
-        # estimator went from 526 kB to 298 kB). pypdf before 4.3 lacks it: the copies stay.
-        dedupe = getattr(writer, "compress_identical_objects", None)
-        if dedupe is not None:
-            dedupe()
-        created = meta["CreationDate"].strftime("D:%Y%m%d%H%M%SZ")
-        writer.add_metadata({f"/{k}": v for k, v in meta.items() if k != "CreationDate"}
-                            | {"/CreationDate": created, "/Producer": f"matplotlib pdf backend, pypdf {pypdf.__version__}"})
-        with open(pdf_path, "wb") as f:
-            writer.write(f)
+    readers: dict = {}
+    writer = pypdf.PdfWriter()
+    for i in range(len(pages)):
+        doc, k = found[i] if found[i] is not None else where[i]
+        if doc not in readers:
+            readers[doc] = pypdf.PdfReader(io.BytesIO(docs[doc] if doc in docs else cache.document(doc)))
+        writer.add_page(readers[doc].pages[k])
+    dedupe = getattr(writer, "compress_identical_objects", None)  # pypdf >= 4.3
+    if dedupe is not None:
+        dedupe()
+    created = meta["CreationDate"].strftime("D:%Y%m%d%H%M%SZ")
+    writer.add_metadata({f"/{k}": v for k, v in meta.items() if k != "CreationDate"}
+                        | {"/CreationDate": created, "/Producer": f"matplotlib pdf backend, pypdf {pypdf.__version__}"})
+    buf = io.BytesIO()
+    writer.write(buf)
     if cache is not None:
         cache.save(name, digests)
+    return buf.getvalue()
 
 
 def _slug(text: str) -> str:

@@ -500,10 +500,10 @@ def worst_case_summary(cube: Cube) -> list[dict]:
     return rows
 
 
-def summary_pages(cube: Cube) -> list[TextPage]:
+def summary_pages(cube: Cube) -> "TextPages | None":
     rows = worst_case_summary(cube)
     if not rows:
-        return []
+        return None
     tp = TextPages(f"{cube.experiment}: worst case found vs the strongest fixed attack")
     tp.para("Per adaptive adversary and method, over the (data set, budget > 0) cells: the mean "
             "error under the worst case found, the mean error under the strongest fixed attack "
@@ -526,7 +526,7 @@ def summary_pages(cube: Cube) -> list[TextPage]:
                    fmt_num(r["ratio_median"]), fmt_num(r["ratio_max"]), r["where"],
                    str(r["broken"]), fmt_num(r["evaluations"], 4)]
                   for r in rows if r["adversary"] == adv])
-    return tp.pages
+    return tp
 
 
 # -- all --------------------------------------------------------------------------------

@@ -198,7 +198,7 @@ def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 # -- pages ------------------------------------------------------------------------
 def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
-                     baseline: Cube | None = None) -> list[TextPage]:
+                     baseline: Cube | None = None) -> "TextPages | None":
     """Suite, seed, versions, data sets with shapes, when and where each cube was
     made, and how many cells failed."""
     tp = TextPages(title)
@@ -276,10 +276,10 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
                 f"{baseline.attrs.get('suite', '?')}, cmbench "
                 f"{baseline.attrs.get('cmbench_version', '?')}, created "
                 f"{baseline.attrs.get('created', '?')} on {baseline.attrs.get('host', '?')}.")
-    return tp.pages
+    return tp
 
 
-def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPage]:
+def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPages]:
     """The suite file as run, once per distinct text (recorded in each cube)."""
     texts = {}
     for c in cubes:
@@ -294,11 +294,11 @@ def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPage]:
                 f"{', '.join(g.experiment for g in group)}.", style="italic")
         for line in text.splitlines():
             tp.para(line or " ", style="normal")
-        pages += tp.pages
+        pages.append(tp)
     return pages
 
 
-def ranking_pages(cube: Cube) -> list[TextPage]:
+def ranking_pages(cube: Cube) -> "TextPages | None":
     """One table per metric: mean error and average rank per method, best first."""
     tp = TextPages(f"{cube.experiment}: ranking of methods")
     tp.para("A cell is one (data set, adversary, budget); a method's value there is its mean "
@@ -320,10 +320,10 @@ def ranking_pages(cube: Cube) -> list[TextPage]:
         result, blocks, reason = significance.run_tests(cube, metric)
         for text in significance.describe(result, blocks, reason, metric):
             tp.para(text)
-    return tp.pages
+    return tp
 
 
-def cells_pages(cube: Cube) -> list[TextPage]:
+def cells_pages(cube: Cube) -> "TextPages | None":
     """Failed and timed-out cells with their messages; then the gaps (undefined,
     not applicable), which are not failures."""
     tp = TextPages(f"{cube.experiment}: cells that did not run")
@@ -350,10 +350,10 @@ def cells_pages(cube: Cube) -> list[TextPage]:
             rest = df.iloc[len(shown):]
             tp.para(f"… and {len(rest)} more groups ({int(rest['cells'].sum())} cells); "
                     f"the cube's 'status' and 'error' variables hold them all.", style="italic")
-    return tp.pages
+    return tp
 
 
-def baseline_table_pages(cube: Cube, base: Cube) -> list[TextPage]:
+def baseline_table_pages(cube: Cube, base: Cube) -> "TextPages | None":
     """Per metric: each shared method's mean error here and in the baseline,
     their difference and the relative change."""
     tp = TextPages(f"{cube.experiment}: difference against the baseline")
@@ -386,4 +386,4 @@ def baseline_table_pages(cube: Cube, base: Cube) -> list[TextPage]:
                       Col("relative", 1.0, "right"), Col("cells compared", 1.3, "right")], rows)
         else:
             tp.para("No method label in common.", style="italic")
-    return tp.pages
+    return tp
