@@ -363,18 +363,17 @@ def test_report_never_imports_the_runner():
 
 # -- the page cache: a page is drawn again only when its record changed ---------------------------
 def _drawn_pages(monkeypatch) -> list:
-    """Record the slug of every page drawn from now on."""
-    from cmbench.report import layout
+    """Record the slug of every page drawn from now on (by the default drawing strategy)."""
+    from cmbench.report import drawing
 
     drawn = []
-    original = layout.Page.fig
+    original = drawing.draw_here
 
-    def fig(page):
-        if page._fig is None:
-            drawn.append(page.slug)
-        return original.fget(page)
+    def draw_here(pages, meta):
+        drawn.extend(p.slug for _, p in pages)
+        return original(pages, meta)
 
-    monkeypatch.setattr(layout.Page, "fig", property(fig))
+    monkeypatch.setattr(drawing, "draw_here", draw_here)
     return drawn
 
 

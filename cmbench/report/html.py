@@ -273,14 +273,14 @@ def render_cd(page: Page, div: str) -> str:
 
     rec: CdPage = page.record
     return "\n".join(_figure_head(rec.title, rec.caption)
-                      + [f'<div class="cd" id="{div}">{_svg(lambda: cd_diagram(rec.result))}</div>'])
+                      + [f'<div class="cd" id="{div}">{_svg(lambda: cd_diagram(rec.result), div)}</div>'])
 
 
 def render_svg(page: Page, div: str) -> str:
     """Any other figure record: the inline SVG of its matplotlib drawing (the PDF's page)."""
     title = getattr(page.record, "title", None) or page.slug
     return "\n".join([f"<h3>{_e(plain(str(title)))}</h3>",
-                      f'<div class="figure" id="{div}">{_svg(lambda: page.draw(page.record))}</div>'])
+                      f'<div class="figure" id="{div}">{_svg(lambda: page.draw(page.record), div)}</div>'])
 
 
 #: figure record type -> its HTML renderer; a record type not listed renders as SVG (`render_svg`)
@@ -288,7 +288,7 @@ RENDERERS: dict[type, Callable[[Page, str], str]] = {
     CurvePage: render_curves, RuntimePage: render_runtime, CdPage: render_cd}
 
 
-def _svg(draw: Callable) -> str:
+def _svg(draw: Callable, prefix: str) -> str:
     import matplotlib
 
     from .style import RC
@@ -300,7 +300,13 @@ def _svg(draw: Callable) -> str:
         fig.savefig(buf, format="svg", bbox_inches="tight")
         fig.clear()
     svg = buf.getvalue()
-    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
+    svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
+    # matplotlib numbers its element ids per figure (figure_1, axes_1, ...): prefixed with the
+    # figure's own id, they stay unique among the page's inline figures
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    return re.sub(r"#([A-Za-z_][\w.-]*)",
+                  lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
 
 
 class _Ids:

@@ -17,8 +17,8 @@ from typing import Sequence
 import xarray as xr
 
 from ..version import __version__
-from . import pagecache
-from .drawing import Strategy, draw_here
+from . import drawing, pagecache
+from .drawing import Strategy
 from .layout import Page
 from .load import Cube, load_cube, load_cubes
 from .model import build_report, default_title, flatten
@@ -89,7 +89,7 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         blob = _draw_with_png(pages, png, meta)
     else:
         blob = _merged(pages, meta, PageCache(Path(page_cache)) if page_cache is not None else None,
-                       name=out.name, draw=draw or draw_here)
+                       name=out.name, draw=draw or drawing.draw_here)
     write_bytes(out, blob)
     return out
 

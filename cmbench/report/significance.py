@@ -95,7 +95,7 @@ def nemenyi_cd(k: int, n_blocks: int, alpha: float = ALPHA) -> float:
 def range_quantile(p: float, k: int) -> float:
     """The ``p`` quantile of the studentized range of k means with infinite degrees of freedom.
 
-    From the shipped table (`range_quantiles`, p = 0.95 and 0.90, k = 2 .. 100)
+    From the shipped table (`range_quantiles`, p = 0.95, k = 2 .. 100)
     where it has the value, else from scipy.stats, imported only then.
     """
     from .range_quantiles import QUANTILES
