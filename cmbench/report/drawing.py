@@ -7,13 +7,14 @@ document; `Pool` spreads the pages over worker processes of a
 `concurrent.futures.ProcessPoolExecutor`, one document per worker, started with
 ``forkserver`` where the platform has it (its server imports matplotlib's PDF
 backend and the drawing modules once, `multiprocessing.set_forkserver_preload`),
-else ``spawn``. A worker that raises makes `Pool.__call__` raise that error; one
+else ``spawn``; a worker ends with the process that started it. A worker that raises makes `Pool.__call__` raise that error; one
 that dies raises `concurrent.futures.process.BrokenProcessPool`.
 """
 from __future__ import annotations
 
 import io
 import multiprocessing as mp
+import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Sequence
 
@@ -63,6 +64,26 @@ def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Pag
     return [g for g in groups if g]
 
 
+def _watch_owner(owner: int, interval: float = 0.5) -> None:
+    """A worker ends once the process that owns its pool is gone, even killed by SIGKILL: it
+    would otherwise wait for work for ever (and keep the forkserver alive with it)."""
+    import os
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # a pid reused by another user's process: the owner is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="cmbench-owner-watch").start()
+
+
 class Pool:
     """``workers`` processes that draw pages; a context manager (the pool ends on exit).
 
@@ -81,7 +102,8 @@ class Pool:
                 ctx.set_forkserver_preload(PRELOAD)
             else:
                 ctx = mp.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_owner,
+                                             initargs=(os.getpid(),))
         return self._pool
 
     def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict) -> Drawn:
