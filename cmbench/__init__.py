@@ -107,8 +107,16 @@ def run_suite(name_or_path, out="reports", workers=1, scheduler=None, *, report=
     return _run(name_or_path, out=out, workers=workers, scheduler=scheduler, stats=stats, **options)
 
 
+def rank(cube, metric=None):
+    """The methods of a results cube (a Dataset or a path) ranked as every report ranks them,
+    best first: a DataFrame (see `cmbench.ranking.rank`)."""
+    from .ranking import rank as _rank
+
+    return _rank(cube, metric)
+
+
 __all__ = [
     "Adversary", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Metric",
     "NotApplicable", "Recoverer", "ShippedTable", "Undefined", "hookimpl", "hookspec",
-    "load_plugins", "nanquantile", "run_suite", "to_frame", "__version__",
+    "load_plugins", "nanquantile", "rank", "run_suite", "to_frame", "__version__",
 ]
