@@ -23,7 +23,7 @@ from .claims import convergence_lines
 from ..cube import FAILURES, GAPS
 from .load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
 from .layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
-                     draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes)
+                     draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes, literal)
 from .style import LineStyle, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
 
@@ -244,7 +244,7 @@ def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
                         bottom=(0.72 + NOTE_LINE * len(notes)) / h,
                         hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
     draw_title(fig, title, subtitle)
-    handles = [Line2D([], [], label=m, **styles[m].kwargs()) for m in methods]
+    handles = [Line2D([], [], label=literal(m), **styles[m].kwargs()) for m in methods]
     if len(handles) > ncol:
         handles = row_major(handles, ncol)
     if handles:
@@ -301,7 +301,7 @@ def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
         if band.any():
             ax.fill_between(x, np.where(band, c - hw, np.nan), np.where(band, c + hw, np.nan),
                             color=st.color, alpha=0.16, linewidth=0, zorder=2)
-        ax.plot(x, c, label=m, zorder=3, **st.kwargs())
+        ax.plot(x, c, label=literal(m), zorder=3, **st.kwargs())
         drawn[m] = (c, np.where(band, c + hw, c))
     if zero_line:
         ax.axhline(0.0, color="0.2", linewidth=0.8, zorder=1)
@@ -460,7 +460,8 @@ def draw_runtime(page: RuntimePage) -> Figure:
     height = min(0.42, 0.05 + 0.06 * len(methods))
     # the budget panel's legend (8 pt, right of the axes) must hold the longest method name:
     # about 0.062 in per character and 0.45 in for the line handle, on a page 11.69 in wide
-    legend = (0.45 + 0.062 * max(map(len, methods))) / PAGE[0]
+    # (a label longer than a third of the page is cut there: the legend stays beside the axes)
+    legend = min(0.45 + 0.062 * max(map(len, methods)), PAGE[0] / 3) / PAGE[0]
     width = min(0.62, 0.97 - 0.22 - 0.01 - legend)
     ax = fig.add_axes([0.22, 0.86 - height, width, height])
     _runtime_by_budget(fig.add_axes([0.22, 0.08, width, 0.86 - height - 0.17]), page)
@@ -471,7 +472,7 @@ def draw_runtime(page: RuntimePage) -> Figure:
     if len(page.datasets) > 1:
         for j, d in enumerate(page.datasets):
             ax.scatter(page.per_dataset[:, j], y, marker=markers[j % len(markers)],
-                       facecolor="white", edgecolor="0.1", s=26, zorder=3, label=d,
+                       facecolor="white", edgecolor="0.1", s=26, zorder=3, label=literal(d),
                        linewidths=0.9)
         ax.legend(title="mean per data set", loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   fontsize=8, title_fontsize=8, frameon=False)
@@ -482,7 +483,7 @@ def draw_runtime(page: RuntimePage) -> Figure:
     ax.set_yticks(y)
     # the mean goes with the method's name: written at the bar's end it covered the
     # per-data-set markers that fall just beyond it
-    ax.set_yticklabels([runtime_label(m, v) for m, v in zip(methods, overall)],
+    ax.set_yticklabels([literal(runtime_label(m, v)) for m, v in zip(methods, overall)],
                        fontsize=9 if len(methods) <= 8 else 7.5, linespacing=1.1)
     ax.set_ylim(-0.6, len(methods) - 0.4)
     ax.grid(axis="y", visible=False)
@@ -505,7 +506,7 @@ def _runtime_by_budget(ax, page: RuntimePage) -> None:
     """Mean seconds per cell against the budget, over data sets, instances and
     adversaries: how a method's cost grows with the corruption."""
     for m, row in zip(page.methods, page.by_budget):
-        ax.plot(page.budgets, row, label=m, **page.styles[m].kwargs())
+        ax.plot(page.budgets, row, label=literal(m), **page.styles[m].kwargs())
     vals = page.by_budget[np.isfinite(page.by_budget) & (page.by_budget > 0)]
     if vals.size and vals.max() / vals.min() > 100:
         ax.set_yscale("log")

@@ -120,6 +120,12 @@ def draw_title(fig, title: str, subtitle: str = "") -> None:
                  parse_math=False)
 
 
+def literal(label: str) -> str:
+    """A label (a method's, a data set's) drawn as its plain text: a ``$`` in it is a dollar
+    sign, never the start of mathtext."""
+    return str(label).replace("$", r"\$")
+
+
 def plain(text: str) -> str:
     """Mathtext to plain text, for titles and notes drawn with math off."""
     swaps = {r"$\ell_2$": "l2", r"$\epsilon$": "ε", r"$\rho$": "ρ", r"$\alpha$": "α"}

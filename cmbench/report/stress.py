@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 import xarray as xr
 
-from .layout import (LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPage, TextPages,
+from .layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPage, TextPages,
                      clip_top, draw_notes, grid_shape, legend_columns, plain, row_major, text_pages, wrap_notes)
 from .load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
 from .style import MethodStyles
@@ -243,7 +243,7 @@ def draw_dots(page: DotPage) -> Figure:
         ax.set_title(panel.title, loc="left", fontsize=9.5)
         ax.set_xlabel(page.xlabel)
         ax.set_yticks(y)
-        ax.set_yticklabels(methods, fontsize=8)
+        ax.set_yticklabels([literal(m) for m in methods], fontsize=8)
         ax.set_ylim(-0.7, len(methods) - 0.3)
         ax.grid(axis="y", visible=False)
     for row in axes:
@@ -418,7 +418,7 @@ def draw_distance(page: DistancePage) -> Figure:
         ax.set_title(panel.title, loc="left", fontsize=9.5)
         ax.set_xlabel(page.xlabel)
         ax.set_ylabel(page.ylabel)
-    handles = [Line2D([], [], marker="o", linestyle="none", color=c, label=m) for m, c in page.legend]
+    handles = [Line2D([], [], marker="o", linestyle="none", color=c, label=literal(m)) for m, c in page.legend]
     handles += [Line2D([], [], marker="o", linestyle="none", markerfacecolor="0.4",
                        markeredgecolor="0.4", label="adaptive (worst case)"),
                 Line2D([], [], marker="s", linestyle="none", markerfacecolor="none",
