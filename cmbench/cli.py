@@ -199,7 +199,8 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
         from .report.paper_tables import write_tables
 
         written = write_tables([Path(c) for c in cubes], Path(tables_dir))
-        click.echo(f"tables: {Path(tables_dir)}/ ({len(written)} files)")
+        why = "" if written else ": no method has a finite value of any metric in these cubes"
+        click.echo(f"tables: {Path(tables_dir)}/ ({len(written)} files{why})")
 
 
 @main.command()

@@ -151,7 +151,7 @@ def test_smoke_report_pages_text_metadata_and_png(tmp_path):
     text = squash("\n".join(pages))
     for label in list(SMOKE_METHODS) + ["gaussian", "uniform", "min-rho", "random-rho"]:
         assert squash(label) in text, label
-    assert "testhost" in text and "0.1.0" in text and "200x16" in text
+    assert "testhost" not in text and "0.1.0" in text and "200x16" in text  # no host name (issue 33)
     assert "Nocellfailed" in text
     # thresholds of the value-level adversary drawn and labelled; m_A, n, r in titles
     assert "recoverythresholds" in text and "=0.143" in text and "=0.25" in text

@@ -12,6 +12,7 @@ freed as soon as the report has saved them.
 from __future__ import annotations
 
 import math
+from pathlib import PurePath
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
@@ -549,7 +550,7 @@ def baseline_pages(cube: Cube, base: Cube, styles: MethodStyles) -> list[Page]:
                 f"{cube.experiment}-baseline-{adversary}-{metric}", title, panels, styles,
                 xlabel=cube.budget_axis(adversary), ylabel=f"difference in {METRIC_NAMES.get(metric, metric)}",
                 subtitle=f"mean over instances of the paired difference, "
-                         f"95% band; below 0: lower error than the baseline {base.source}",
+                         f"95% band; below 0: lower error than the baseline {PurePath(base.source).name}",
                 zero_line=True, floor_zero=False))
     return pages
 

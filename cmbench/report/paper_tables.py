@@ -86,10 +86,14 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    names: dict[str, int] = {}
     for cube in loaded:
+        # two cubes of one experiment name (say A/e1.nc and B/e1.nc) write apart: e1, e1-2
+        names[cube.experiment] = names.get(cube.experiment, 0) + 1
+        name = _slug(cube.experiment) + (f"-{names[cube.experiment]}" if names[cube.experiment] > 1 else "")
         for metric in cube.metrics:
             what = METRIC_TEXT.get(metric, metric)
-            stem = f"{_slug(cube.experiment)}-ranking-{_slug(metric)}"
+            stem = f"{name}-ranking-{_slug(metric)}"
             df = ranking(cube, metric)
             if not np.isfinite(df["mean_rank"]).any():
                 continue
@@ -122,7 +126,7 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
                 table[col] = [fmt_num(v) for v in means[col]]
                 marked[col] = (best[col].to_numpy(),
                                np.where(complete[col].to_numpy() | means[col].isna().to_numpy(), "", DAGGER))
-            stem = f"{_slug(cube.experiment)}-mean-error-{_slug(metric)}"
+            stem = f"{name}-mean-error-{_slug(metric)}"
             caption = (f"{cube.experiment}: mean {what} per method and data set, over budgets and "
                        f"instances. Lowest per column in bold; {DAGGER} mean over fewer budgets "
                        f"(the method is undefined or failed at the others).")

@@ -197,6 +197,14 @@ def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 
 # -- pages ------------------------------------------------------------------------
+def _name(path) -> str:
+    """A file's name without the folders of the machine that wrote it (a report holds no absolute
+    path; the suite file's and the cubes' digests identify them)."""
+    from pathlib import PurePath
+
+    return PurePath(str(path)).name or str(path)
+
+
 def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
                      baseline: Cube | None = None) -> "TextPages | None":
     """Suite, seed, versions, data sets with shapes, when and where each cube was
@@ -214,16 +222,16 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
 
     tp.heading("Runs and cells by status")
     tp.table([Col("experiment", 1.2), Col("suite file (hash)", 1.7), Col("seed", 0.5, "right"),
-              Col("created", 2.2), Col("host", 1.0), Col("cmbench", 0.7)]
+              Col("created", 2.2), Col("cmbench", 0.7)]
              + [Col(s.replace("-", " "), 0.9, "right") for s in STATUSES],
              [[c.experiment,
-               f"{c.attrs.get('suite_file', '?')} ({str(c.attrs.get('suite_hash', '?'))[:12]})",
+               f"{_name(c.attrs.get('suite_file', '?'))} ({str(c.attrs.get('suite_hash', '?'))[:12]})",
                str(c.attrs.get("seed", "?")), str(c.attrs.get("created", "?")),
-               str(c.attrs.get("host", "?")), str(c.attrs.get("cmbench_version", "?"))]
+               str(c.attrs.get("cmbench_version", "?"))]
               + [str(n.get(s, 0)) for s in STATUSES] for c, n in zip(cubes, counts)])
     for c in cubes:
         descr = str(c.attrs.get("description", "")).strip()
-        tp.para(f"{c.experiment}: {descr + '  ' if descr else ''}(read from {c.source})")
+        tp.para(f"{c.experiment}: {descr + '  ' if descr else ''}(read from {_name(c.source)})")
 
     plugins: dict[str, None] = {}
     for c in cubes:
@@ -272,10 +280,10 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
         tp.para(f"Methods of {c.experiment}: " + "; ".join(
             f"{m} = {r} + {e}" for m, (r, e) in c.methods.items()) + ".")
     if baseline is not None:
-        tp.para(f"Baseline: {baseline.source}, experiment {baseline.experiment}, suite "
+        tp.para(f"Baseline: {_name(baseline.source)}, experiment {baseline.experiment}, suite "
                 f"{baseline.attrs.get('suite', '?')}, cmbench "
                 f"{baseline.attrs.get('cmbench_version', '?')}, created "
-                f"{baseline.attrs.get('created', '?')} on {baseline.attrs.get('host', '?')}.")
+                f"{baseline.attrs.get('created', '?')}.")
     return tp
 
 
@@ -289,7 +297,7 @@ def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPages]:
     pages = []
     for text, group in texts.items():
         c = group[0]
-        tp = TextPages(f"Suite file: {c.attrs.get('suite_file', '?')}")
+        tp = TextPages(f"Suite file: {_name(c.attrs.get('suite_file', '?'))}")
         tp.para(f"As run (sha256 {str(c.attrs.get('suite_hash', '?'))[:16]}…), recorded in the cube(s) of "
                 f"{', '.join(g.experiment for g in group)}.", style="italic")
         for line in text.splitlines():
@@ -357,7 +365,7 @@ def baseline_table_pages(cube: Cube, base: Cube) -> "TextPages | None":
     """Per metric: each shared method's mean error here and in the baseline,
     their difference and the relative change."""
     tp = TextPages(f"{cube.experiment}: difference against the baseline")
-    tp.para(f"Baseline: {base.source} (experiment {base.experiment}, cmbench "
+    tp.para(f"Baseline: {_name(base.source)} (experiment {base.experiment}, cmbench "
             f"{base.attrs.get('cmbench_version', '?')}, created {base.attrs.get('created', '?')}). "
             "Difference = this run minus the baseline, paired by instance and averaged over "
             "the (data set, adversary, budget) cells where both have a value; negative means "
