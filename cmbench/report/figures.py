@@ -47,6 +47,23 @@ THRESHOLD_SCOPE = {
 }
 
 
+#: the reference line of the inliers' error (`sampling_error`): its label and look (not a method)
+SAMPLING = "sampling error"
+SAMPLING_STYLE = LineStyle("#000000", "", ":")
+
+
+def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
+    """The mean over instances of ``inlier_l2`` (the l2 error of the mean of the rows the adversary
+    left untouched) under ``adversary``, dims (dataset, budget); None when the cube lacks it."""
+    if "inlier_l2" not in cube.ds.data_vars:
+        return None
+    v = cube.ds["inlier_l2"].sel(adversary=adversary)
+    v = v.where(np.isfinite(v))
+    if not bool(np.isfinite(v.values).any()):
+        return None
+    return v.mean("instance", skipna=True).transpose("dataset", "budget")
+
+
 @dataclass
 class Panel:
     """One data set's curves: per method, (budgets, centre, half-width)."""
@@ -76,7 +93,7 @@ class CurvePage:
 
 def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, **kw) -> Page:
     """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`."""
-    looks = {m: styles[m] for m in styles_order(panels)}
+    looks = {m: SAMPLING_STYLE if m == SAMPLING else styles[m] for m in styles_order(panels)}
     return Page(slug, CurvePage(title, list(panels), looks, **kw), draw_curves)
 
 
@@ -97,13 +114,19 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
             values = cube.ok_values(metric).sel(adversary=adversary)
             summ = summarize(values)
             panels, empty = [], []
+            ref = sampling_error(cube, adversary) if metric == "l2" else None
             for d in cube.datasets:
                 mean = summ.mean.sel(dataset=d)
                 if not np.isfinite(mean.values).any():
                     empty.append(d)
                     continue
                 panels.append(_panel(cube, adversary, d, mean, summ.half.sel(dataset=d)))
+                if ref is not None:
+                    panels[-1].curves[SAMPLING] = (ref.sel(dataset=d).values, np.full(len(cube.budgets), np.nan))
             notes = [f"Recoverer {line}" for line in convergence_lines(cube)]
+            if ref is not None:
+                notes.append(f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left "
+                             f"untouched (mean over instances); no estimator is expected below it.")
             if empty:
                 notes.append(_empty_note(cube, status.sel(adversary=adversary), metric, empty))
             notes += _gap_notes(cube, status.sel(adversary=adversary),
@@ -121,8 +144,10 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
 
 
 def x_name(cube: Cube) -> str:
-    """What the curve pages of ``cube`` draw: "error versus budget" (or the parameter of ``report_x``)."""
-    return "error versus budget"
+    """What the curve pages of ``cube`` draw: "error versus budget", or versus the parameter
+    its ``report_x`` attribute names (``dataset.d`` -> "error versus d")."""
+    spec = str(cube.attrs.get("report_x", "") or "")
+    return f"error versus {spec.split('.', 1)[1]}" if "." in spec else "error versus budget"
 
 
 def no_curves_reason(cube: Cube) -> str:

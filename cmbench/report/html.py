@@ -202,7 +202,8 @@ def render_curves(page: Page, div: str) -> str:
                         y=np.concatenate([upper, lower[::-1]]), mode="lines", fill="toself",
                         fillcolor=_rgba(st.color, 0.16), line={"width": 0}, hoverinfo="skip",
                         legendgroup=m, showlegend=False, name=m, meta={"role": "band", "method": m})
-            fig.add(k, type="scatter", x=xs, y=centre, mode="lines+markers", name=m, legendgroup=m,
+            fig.add(k, type="scatter", x=xs, y=centre, mode="lines+markers" if st.marker else "lines",
+                    name=m, legendgroup=m,
                     showlegend=m not in shown,
                     line={"color": st.color, "dash": DASHES.get(st.linestyle, "solid"), "width": 2},
                     marker={"symbol": SYMBOLS.get(st.marker, "circle"), "size": 6},

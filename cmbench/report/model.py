@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ..errors import UserError
 from ..version import __version__
-from . import claims, figures, recovery, significance, stress, tables, theory_pages
+from . import claims, figures, parameter, recovery, significance, stress, tables, theory_pages
 from .layout import Page, text_pages
 from .load import Cube
 from .style import MethodStyles
@@ -70,9 +70,13 @@ def build_report(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = N
         out.append(Section(f"suite-file-{k + 1}" if k else "suite-file", tp.title, text_pages(tp, "suite-file")))
     for cube in cubes:
         e = cube.experiment
-        curves = figures.error_pages(cube, styles)
+        by_x = parameter.report_x(cube) is not None  # error against a parameter, not the budget
+        curves = parameter.parameter_pages(cube, styles) if by_x else figures.error_pages(cube, styles)
         out.append(Section(f"{e}-curves", f"{e}: {figures.x_name(cube)}", curves,
                            [] if curves else [figures.no_curves_reason(cube)]))
+        table = parameter.mean_sd_text(cube)
+        if table is not None:
+            out.append(Section(f"{e}-mean-sd", table.title, text_pages(table, f"{e}-mean-sd")))
         ranking = text_pages(tables.ranking_pages(cube), f"{e}-ranking")
         out.append(Section(f"{e}-ranking", f"{e}: ranking of methods", ranking + significance.cd_pages(cube)))
         worst = stress.stress_pages(cube, styles)  # only cubes with adaptive adversaries
