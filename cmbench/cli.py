@@ -152,7 +152,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
         counts.update(ds["status"].values.ravel().tolist())
         failed += [dict(row, experiment=name) for row in failures(ds)]
     suite_name = next(iter(cubes.values())).attrs["suite"] if cubes else suite
-    from .report.summary import summary_lines
+    from .report.content.summary import summary_lines
 
     for line in summary_lines(cubes, plugins=plugins):
         click.echo(line)
@@ -187,7 +187,7 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     from .report import write_report
 
     if Path(output).suffix.lower() in (".html", ".htm"):
-        from .report.html import write_html
+        from .report.render.html import write_html
 
         if png_dir is not None:
             raise UserError("--png writes the PDF report's figures; give -o FILE.pdf for it")
@@ -196,7 +196,7 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
         path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
     click.echo(f"report: {path}")
     if tables_dir is not None:
-        from .report.paper_tables import write_tables
+        from .report.content.paper_tables import write_tables
 
         written = write_tables([Path(c) for c in cubes], Path(tables_dir))
         why = "" if written else ": no method has a finite value of any metric in these cubes"

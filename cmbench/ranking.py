@@ -43,7 +43,7 @@ def rank(cube: "xr.Dataset | str | os.PathLike", metric: str | None = None) -> p
     """
     from .errors import UserError
     from .report.load import Cube, load_cube
-    from .report.tables import ranking
+    from .report.content.tables import ranking
 
     loaded = cube if isinstance(cube, Cube) else load_cube(cube)
     if metric is None:

@@ -14,10 +14,10 @@ import xarray as xr
 
 from cmbench.errors import UserError
 from cmbench.report import write_report
-from cmbench.report.figures import thresholds_for
+from cmbench.report.content.figures import thresholds_for
 from cmbench.report.load import load_cube, summarize
 from cmbench.report.style import MethodStyles
-from cmbench.report.tables import baseline_difference, brief_error, cells_with_status, ranking
+from cmbench.report.content.tables import baseline_difference, brief_error, cells_with_status, ranking
 
 SMOKE_METHODS = {"Empirical Mean": ["none", "mean"], "C-Median": ["none", "coord-median"],
                  "Two-Step-E": ["exact", "mean"]}
@@ -364,7 +364,7 @@ def test_report_never_imports_the_runner():
 # -- the page cache: a page is drawn again only when its record changed ---------------------------
 def _drawn_pages(monkeypatch) -> list:
     """Record the slug of every page drawn from now on (by the default drawing strategy)."""
-    from cmbench.report import drawing
+    from cmbench.report.render import drawing
 
     drawn = []
     original = drawing.draw_here
@@ -426,7 +426,7 @@ def test_page_cache_redraws_the_pages_of_a_damaged_document(tmp_path, monkeypatc
 def test_page_records_have_a_digest_and_the_same_record_the_same_digest():
     from cmbench.report import build_pages
     from cmbench.report.load import load_cube as load
-    from cmbench.report.pagecache import record_digest
+    from cmbench.report.render.pagecache import record_digest
 
     ds = make_cube(adversaries=("min-rho", "random-rho"))
     a = build_pages([load(ds)], title="t")
@@ -439,7 +439,7 @@ def test_page_records_have_a_digest_and_the_same_record_the_same_digest():
 def test_a_wide_confidence_band_does_not_flatten_the_curves():
     from matplotlib.figure import Figure
 
-    from cmbench.report.figures import _ylimits
+    from cmbench.report.content.figures import _ylimits
     from cmbench.report.layout import BAND_RATIO
 
     ax = Figure().add_subplot()
@@ -458,7 +458,7 @@ def test_runtime_page_labels_cover_no_per_dataset_marker():
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from cmbench.report import figures
+    from cmbench.report.content import figures
     from cmbench.report.style import RC, MethodStyles
 
     ds = make_cube(datasets=("gaussian", "uniform", "exponential"))

@@ -11,7 +11,7 @@ import pytest
 
 from cmbench.errors import UserError
 from cmbench.report import write_report
-from cmbench.report.html import write_html
+from cmbench.report.render.html import write_html
 
 from test_report import make_cube, pdf_pages_text, set_cells, squash
 
@@ -83,22 +83,29 @@ def test_a_stale_temporary_file_of_a_killed_report_is_removed(tmp_path):
 
 
 def test_no_module_of_the_report_imports_another_in_a_circle():
+    """Relative imports among cmbench/report's modules (at any depth, in functions too) form no cycle."""
     folder = Path(__file__).resolve().parents[1] / "cmbench" / "report"
-    graph: dict[str, set[str]] = {}
-    for path in folder.glob("*.py"):
-        mod = path.stem
-        graph[mod] = set()
+    mods = {".".join(p.relative_to(folder).with_suffix("").parts): p for p in folder.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        package = mod.split(".")[:-1] if not mod.endswith("__init__") else mod.split(".")[:-1]
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                names = [node.module] if node.module else [a.name for a in node.names]
-                graph[mod] |= {n.split(".")[0] for n in names if (folder / f"{n.split('.')[0]}.py").exists()}
+            if not (isinstance(node, ast.ImportFrom) and node.level >= 1):
+                continue
+            base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+            if node.level - 1 > len(package):
+                continue  # outside the report package
+            targets = [".".join(base + node.module.split("."))] if node.module else []
+            targets += [".".join(base + ([*node.module.split(".")] if node.module else []) + [a.name])
+                        for a in node.names]
+            graph[mod] |= {t for t in targets if t in mods and t != mod}
     state: dict[str, int] = {}
 
     def visit(m, stack):
         state[m] = 1
         for n in graph[m]:
             if state.get(n) == 1:
-                raise AssertionError(" -> ".join(stack[stack.index(n):] + [n]) if n in stack else n)
+                raise AssertionError("import circle: " + " -> ".join(stack[stack.index(n):] + [n]))
             if n not in state:
                 visit(n, stack + [n])
         state[m] = 2
@@ -106,3 +113,4 @@ def test_no_module_of_the_report_imports_another_in_a_circle():
     for m in graph:
         if m not in state:
             visit(m, [m])
+    assert "render.pdf" in graph and "content.figures" in graph["model"]

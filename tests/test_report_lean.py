@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cmbench import claims
-from cmbench.report import significance
+from cmbench.report.content import significance
 
 from test_report import make_cube
 
@@ -22,8 +22,8 @@ def test_building_the_records_loads_no_plotting_library(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         from cmbench.report.load import load_cubes
-        from cmbench.report.pdf import build_pages
-        from cmbench.report.summary import summary_lines
+        from cmbench.report.render.pdf import build_pages
+        from cmbench.report.content.summary import summary_lines
         from cmbench.cube import load
         pages = build_pages(load_cubes([{str(path)!r}]), title="t")
         summary_lines([load({str(path)!r})])

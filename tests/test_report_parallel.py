@@ -1,4 +1,4 @@
-"""The report step with a process pool (`cmbench.report.drawing.Pool`): the same reports as drawn in
+"""The report step with a process pool (`cmbench.report.render.drawing.Pool`): the same reports as drawn in
 one process, the page cache kept and reused, a failing page reported without a half-written
 report, and no worker left behind by a killed parent."""
 from __future__ import annotations
@@ -8,13 +8,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from cmbench.report import drawing
+from cmbench.report.render import drawing
 from cmbench.report.layout import Page
 from cmbench.report.suite_step import write_suite_reports
 
@@ -103,7 +102,7 @@ def test_a_failed_drawing_writes_no_report(tmp_path, monkeypatch):
 
 ORPHAN_PARENT = """
 import os, sys, time
-from cmbench.report.drawing import Pool
+from cmbench.report.render.drawing import Pool
 pool = Pool(2)
 ex = pool._executor()
 pids = set()

@@ -6,9 +6,9 @@ import re
 
 import cmbench
 from cmbench.ranking import CRITERION
-from cmbench.report.html import write_html
-from cmbench.report.paper_tables import write_tables
-from cmbench.report.summary import summary_lines
+from cmbench.report.render.html import write_html
+from cmbench.report.content.paper_tables import write_tables
+from cmbench.report.content.summary import summary_lines
 
 from test_report import make_cube
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cmbench import cube as cubes
-from cmbench.report.summary import summary_lines
+from cmbench.report.content.summary import summary_lines
 from cmbench.runner.units import RECOVERED_TOLERANCE, recovery_fractions
 from test_report import pdf_pages_text, squash
 

@@ -9,6 +9,7 @@ drawing function only places its own content.
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -118,6 +119,12 @@ def draw_title(fig, title: str, subtitle: str = "") -> None:
     if subtitle:
         fig.text(LEFT_MARGIN, 1 - 0.45 / h, subtitle, fontsize=9, style="italic", va="top",
                  parse_math=False)
+
+
+def slug(text: str, default: str = "x") -> str:
+    """``text`` as a file name or element id: runs of other characters than letters, digits,
+    ``.``, ``_`` and ``-`` become one ``-``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or default
 
 
 def literal(label: str) -> str:

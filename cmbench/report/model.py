@@ -20,7 +20,14 @@ from typing import Sequence
 
 from ..errors import UserError
 from ..version import __version__
-from . import claims, figures, parameter, recovery, significance, stress, tables, theory_pages
+from .content import claims_page as claims
+from .content import figures
+from .content import parameter
+from .content import recovery
+from .content import significance
+from .content import stress
+from .content import tables
+from .content import theory_pages
 from .layout import Page, text_pages
 from .load import Cube
 from .style import MethodStyles

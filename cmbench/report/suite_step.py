@@ -19,22 +19,10 @@ from pathlib import Path
 from ..files import PAGES
 from ..output import inside
 from ..stamps import Stamps
-from .pagecache import code_digest
+from .render.pagecache import code_digest
 
 #: the stamps of drawn reports (`cmbench.stamps.Stamps`), in the cache folder's ``pages`` folder
 STAMPS = "reports.json"
-
-
-def code_digest() -> str:
-    """Size and modification time of the report package's modules and cmbench's version:
-    an edited report module redraws."""
-    from ..version import __version__
-
-    h = hashlib.sha256(__version__.encode())
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        st = path.stat()
-        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()
 
 
 def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers: int = 1) -> list[Path]:
@@ -84,7 +72,7 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
           digest: str) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
     the cubes' content digests."""
-    from .drawing import Pool, draw_here
+    from .render.drawing import Pool, draw_here
     from .load import load_cubes
     from .model import build_report, default_title
 
@@ -94,14 +82,14 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
     title = default_title(loaded)
     sections = build_report(loaded, title=title)
     if "pdf" in todo:
-        from .pdf import write_report
+        from .render.pdf import write_report
 
         with Pool(workers) if workers > 1 else contextlib.nullcontext(draw_here) as draw:
             write_report(loaded, todo["pdf"], page_cache=pages, draw=draw, title=title, sections=sections)
         stamps.record(todo["pdf"], digest)
         stamps.save()
     if "html" in todo:
-        from .html import write_html
+        from .render.html import write_html
 
         write_html(loaded, todo["html"], title=title, sections=sections)
         stamps.record(todo["html"], digest)
@@ -110,6 +98,6 @@ def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, worke
 
 def clear(cache: Path) -> int:
     """Delete the stamps and drawn pages kept in ``cache``; return the files deleted."""
-    from .pagecache import clear as clear_pages
+    from .render.pagecache import clear as clear_pages
 
     return clear_pages(Path(cache) / PAGES)

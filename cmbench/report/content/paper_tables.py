@@ -18,14 +18,14 @@ method must not win by skipping the hard cells. The LaTeX uses booktabs rules
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from .load import METRIC_TEXT, Cube, load_cube, summarize
+from ..layout import slug
+from ..load import METRIC_TEXT, Cube, load_cube, summarize
 from .tables import ranking
 
 DAGGER = "†"
@@ -90,10 +90,10 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
     for cube in loaded:
         # two cubes of one experiment name (say A/e1.nc and B/e1.nc) write apart: e1, e1-2
         names[cube.experiment] = names.get(cube.experiment, 0) + 1
-        name = _slug(cube.experiment) + (f"-{names[cube.experiment]}" if names[cube.experiment] > 1 else "")
+        name = slug(cube.experiment, "table") + (f"-{names[cube.experiment]}" if names[cube.experiment] > 1 else "")
         for metric in cube.metrics:
             what = METRIC_TEXT.get(metric, metric)
-            stem = f"{name}-ranking-{_slug(metric)}"
+            stem = f"{name}-ranking-{slug(metric, 'table')}"
             df = ranking(cube, metric)
             if not np.isfinite(df["mean_rank"]).any():
                 continue
@@ -105,8 +105,8 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
             marks = pd.DataFrame({c: np.where(full[c], "", DAGGER) for c in numbers.columns})
             table = pd.DataFrame({
                 "method": df["method"], "recoverer + estimator": df["recoverer"] + " + " + df["estimator"],
-                "mean error": [fmt_num(v) for v in df["mean_error"]],
-                "average rank": [fmt_num(v) for v in df["mean_rank"]],
+                "mean error": [fmt_sig(v) for v in df["mean_error"]],
+                "average rank": [fmt_sig(v) for v in df["mean_rank"]],
                 "cells": [f"{c}/{t}" for c, t in zip(df["cells"], df["total_cells"])],
             })
             caption = (f"{cube.experiment}: methods by {what}, best first. Average rank over the "
@@ -123,10 +123,10 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
             table = pd.DataFrame({"method": means.index})
             marked = {}
             for col in means.columns:
-                table[col] = [fmt_num(v) for v in means[col]]
+                table[col] = [fmt_sig(v) for v in means[col]]
                 marked[col] = (best[col].to_numpy(),
                                np.where(complete[col].to_numpy() | means[col].isna().to_numpy(), "", DAGGER))
-            stem = f"{name}-mean-error-{_slug(metric)}"
+            stem = f"{name}-mean-error-{slug(metric, 'table')}"
             caption = (f"{cube.experiment}: mean {what} per method and data set, over budgets and "
                        f"instances. Lowest per column in bold; {DAGGER} mean over fewer budgets "
                        f"(the method is undefined or failed at the others).")
@@ -134,7 +134,7 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
     return written
 
 
-def fmt_num(x: float) -> str:
+def fmt_sig(x: float) -> str:
     """Three significant digits, trailing zeros kept so a column lines up; "--" when missing."""
     if x is None or not np.isfinite(x):
         return "–"
@@ -173,7 +173,3 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
 
 def _tex(text) -> str:
     return "".join(_TEX.get(ch, ch) for ch in str(text))
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "table"

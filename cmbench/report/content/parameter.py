@@ -16,12 +16,11 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-import xarray as xr
 
 from .figures import SAMPLING, Panel, curve_page, sampling_error
-from .layout import Col, Page, TextPages, plain
-from .load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
-from .style import MethodStyles
+from ..layout import Col, Page, TextPages, plain
+from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
+from ..style import MethodStyles
 from .tables import fmt_num
 
 def report_x(cube: Cube) -> Optional[tuple[str, str]]:

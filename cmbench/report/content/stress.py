@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 import xarray as xr
 
-from .layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPage, TextPages,
+from ..layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPages,
                      clip_top, draw_notes, grid_shape, legend_columns, plain, row_major, text_pages, wrap_notes)
-from .load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
-from .style import MethodStyles
+from ..load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
+from ..style import MethodStyles
 from .tables import fmt_num
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import special
 
-from .load import METRIC_TEXT, Cube
+from ..load import METRIC_TEXT, Cube
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -228,7 +228,7 @@ class CdPage:
 
 def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
     """One page per metric with the critical-difference diagram and the test's numbers."""
-    from .layout import Page
+    from ..layout import Page
 
     pages = []
     for metric in cube.metrics:
@@ -250,7 +250,7 @@ def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
 def draw_cd_page(page: CdPage) -> Figure:
     from matplotlib.figure import Figure
 
-    from .style import PAGE
+    from ..style import PAGE
 
     result = page.result
     fig = Figure(figsize=PAGE)

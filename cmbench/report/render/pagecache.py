@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..files import PAGE_FILE, TEMP_FILE, atomic_write, remove_matching
+from ...files import PAGE_FILE, TEMP_FILE, atomic_write, remove_matching
 
 #: the names this cache gives its files; `clear` deletes nothing else
 INDEX = "index.json"
@@ -69,7 +69,7 @@ def _feed(h, obj) -> None:
 def code_digest() -> str:
     """Size and modification time of the report package's modules and cmbench's version:
     an edited report module redraws its pages and reports."""
-    from ..version import __version__
+    from ...version import __version__
 
     h = hashlib.sha256(__version__.encode())
     for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
@@ -83,7 +83,7 @@ def salt() -> str:
     matplotlib's version."""
     from importlib.metadata import version
 
-    from .style import RC
+    from ..style import RC
 
     return "\x1d".join([code_digest(), repr(sorted(RC.items())), version("matplotlib")])
 

@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import UserError
-from ..files import atomic_write
+from ...errors import UserError
+from ...files import atomic_write
 
 __all__ = ["check_out", "write_bytes", "SUFFIXES"]
 
@@ -31,7 +31,7 @@ def check_out(out: str | os.PathLike, inputs: Sequence = (), *, kind: str) -> Pa
     """
     out = Path(out)
     try:
-        from ..files import check_target  # the path guard shared by every writer, once it exists
+        from ...files import check_target  # the path guard shared by every writer, once it exists
     except ImportError:
         check_target = None
     if out.is_dir():

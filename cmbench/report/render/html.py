@@ -29,13 +29,13 @@ from typing import Callable, Sequence
 import numpy as np
 import xarray as xr
 
-from ..version import __version__
-from .figures import CurvePage, RuntimePage, runtime_label
-from .layout import Page, plain
-from .load import Cube, load_cube, load_cubes
-from .model import Section, build_report, default_title
-from .significance import CdPage
-from .tables import fmt_num
+from ...version import __version__
+from ..content.figures import CurvePage, RuntimePage, runtime_label
+from ..layout import slug, Page, plain
+from ..load import Cube, load_cube, load_cubes
+from ..model import Section, build_report, default_title
+from ..content.significance import CdPage
+from ..content.tables import fmt_num
 from .writing import check_out, write_bytes
 
 __all__ = ["write_html", "build_html", "RENDERERS"]
@@ -270,7 +270,7 @@ def render_runtime(page: Page, div: str) -> str:
 
 def render_cd(page: Page, div: str) -> str:
     """A `significance.CdPage`: its caption and the diagram as inline SVG."""
-    from .significance import cd_diagram
+    from ..content.significance import cd_diagram
 
     rec: CdPage = page.record
     return "\n".join(_figure_head(rec.title, rec.caption)
@@ -292,7 +292,7 @@ RENDERERS: dict[type, Callable[[Page, str], str]] = {
 def _svg(draw: Callable, prefix: str) -> str:
     import matplotlib
 
-    from .style import RC
+    from ..style import RC
 
     # Text as SVG text, not outlines: the browser sets it (it can be selected and searched)
     with matplotlib.rc_context({**RC, "svg.fonttype": "none"}):
@@ -316,8 +316,8 @@ class _Ids:
     def __init__(self) -> None:
         self.seen: dict[str, int] = {}
 
-    def new(self, slug: str) -> str:
-        base = _slug(slug)
+    def new(self, name: str) -> str:
+        base = slug(name, "x")
         n = self.seen.get(base, 0) + 1
         self.seen[base] = n
         return base if n == 1 else f"{base}-{n}"
@@ -411,7 +411,3 @@ def _rgba(hex_color: str, alpha: float) -> str:
     h = hex_color.lstrip("#")
     r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
     return f"rgba({r},{g},{b},{alpha})"
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", str(text)).strip("-") or "x"

@@ -15,9 +15,9 @@ import pandas as pd
 import xarray as xr
 
 from . import significance
-from ..cube import FAILURES, GAPS, STATUSES
-from .load import METRIC_TEXT, Cube, environment_attr, summarize
-from .layout import Col, TextPage, TextPages
+from ...cube import FAILURES, GAPS, STATUSES
+from ..load import METRIC_TEXT, Cube, environment_attr, summarize
+from ..layout import Col, TextPages
 
 MAX_GROUP_ROWS = 80  # rows of the cells-not-run list before it is cut with a count
 MESSAGE_CHARS = 400  # of one error message

@@ -11,10 +11,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import claims as claims_mod
-from ..cube import attr_json
-from .load import Cube
-from .layout import Col, TextPage, TextPages
+from ... import claims as claims_mod
+from ...cube import attr_json
+from ..load import Cube
+from ..layout import Col, TextPages
 from .tables import fmt_num
 
 #: parameters of a recoverer that make its stopping rule, when it has them

@@ -18,13 +18,13 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Sequence
 
-from .layout import Page
+from ..layout import Page
 
 __all__ = ["draw_here", "Pool", "draw_document", "PRELOAD"]
 
 #: modules the forkserver imports once, so that each worker starts with them
-PRELOAD = ["matplotlib.backends.backend_pdf", "cmbench.report.figures", "cmbench.report.stress",
-           "cmbench.report.significance", "cmbench.report.theory_pages"]
+PRELOAD = ["matplotlib.backends.backend_pdf", "cmbench.report.content.figures", "cmbench.report.content.stress",
+           "cmbench.report.content.significance", "cmbench.report.content.theory_pages"]
 
 Drawn = list[tuple[list[int], bytes]]
 Strategy = Callable[[Sequence[tuple[int, Page]], dict], Drawn]
@@ -35,7 +35,7 @@ def draw_document(records: Sequence[tuple], meta: dict) -> bytes:
     import matplotlib
     from matplotlib.backends.backend_pdf import PdfPages
 
-    from .style import RC
+    from ..style import RC
 
     buf = io.BytesIO()
     with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:

@@ -8,9 +8,9 @@ from typing import Iterable, Mapping
 import numpy as np
 import xarray as xr
 
-from ..cube import STATUSES, attr_json
-from .load import METRIC_TEXT, Cube, load_cube
-from .paper_tables import fmt_num
+from ...cube import STATUSES, attr_json
+from ..load import METRIC_TEXT, Cube, load_cube
+from .paper_tables import fmt_sig as fmt_num
 
 #: with more methods than ALL, the terminal shows the best TOP and those of --plugin
 TOP = 5
@@ -47,7 +47,7 @@ def summary_lines(cubes: Mapping[str, xr.Dataset] | Iterable[xr.Dataset], *, plu
     metric, every method when there are at most `ALL`, else the best ``top`` and every method
     from ``plugins`` below them; then its cells by status.
     """
-    from ..ranking import CRITERION, rank
+    from ...ranking import CRITERION, rank
 
     cubes = list(cubes.values()) if isinstance(cubes, Mapping) else list(cubes)
     plugins = list(plugins)

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import xarray as xr
 
-from .claims import convergence_lines
-from ..cube import FAILURES, GAPS
-from .load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
-from .layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
+from .claims_page import convergence_lines
+from ...cube import FAILURES, GAPS
+from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
+from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
                      draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes, literal)
-from .style import LineStyle, MethodStyles
+from ..style import LineStyle, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
 
 if TYPE_CHECKING:

@@ -10,18 +10,18 @@ from __future__ import annotations
 import datetime as _dt
 import io
 import os
-import re
 from pathlib import Path
 from typing import Sequence
 
 import xarray as xr
 
-from ..version import __version__
-from . import drawing, pagecache
+from ...version import __version__
+from . import drawing
+from . import pagecache
 from .drawing import Strategy
-from .layout import Page
-from .load import Cube, load_cube, load_cubes
-from .model import build_report, default_title, flatten
+from ..layout import slug, Page
+from ..load import Cube, load_cube, load_cubes
+from ..model import build_report, default_title, flatten
 from .pagecache import PageCache
 from .writing import check_out, write_bytes
 
@@ -67,7 +67,7 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     out = check_out(out, [*cubes, baseline], kind="pdf")
     png = Path(png_dir) if png_dir is not None else None
     if png is not None:
-        from ..output import writable_folder
+        from ...output import writable_folder
 
         writable_folder(png, "PNG folder")
     if sections is None:
@@ -103,7 +103,7 @@ def _draw_with_png(pages: Sequence[Page], png: Path, meta: dict) -> bytes:
     import matplotlib
     from matplotlib.backends.backend_pdf import PdfPages
 
-    from .style import RC
+    from ..style import RC
 
     used: set[str] = set()
     buf = io.BytesIO()
@@ -111,7 +111,7 @@ def _draw_with_png(pages: Sequence[Page], png: Path, meta: dict) -> bytes:
         for page in pages:
             pdf.savefig(page.fig)
             if page.png:
-                name = _slug(page.slug)
+                name = slug(page.slug, "figure")
                 stem, k = name, 2
                 while name in used:
                     name, k = f"{stem}-{k}", k + 1
@@ -165,7 +165,3 @@ def _merged(pages: Sequence[Page], meta: dict, cache: PageCache | None, name: st
     if cache is not None:
         cache.save(name, digests)
     return buf.getvalue()
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "figure"
