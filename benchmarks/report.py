@@ -1,4 +1,4 @@
-"""The report step after a suite run, timed alone: in one process against helper processes.
+"""The report step after a suite run, timed alone: in one process against a process pool.
 
 ```
 python benchmarks/report.py                   # the paper suite, --workers 2
@@ -19,7 +19,7 @@ step starts) and reads the cubes:
   cubes kept (only the pages whose data changed are drawn);
 
 each with ``--workers 1`` (in the run's process, the in-run baseline), and with
-N helper processes forked and spawned. It prints wall and CPU seconds (the
+a pool of N processes (`cmbench.report.render.drawing.Pool`). It prints wall and CPU seconds (the
 process and its helpers), the pages drawn and the ratios to ``--workers 1``;
 on a shared machine wall times follow the load (printed), CPU seconds less so.
 It always exits 0 (it is a report).
@@ -53,8 +53,8 @@ outputs = SimpleNamespace(cubes=tuple(folder / loaded.name / f"{n}.nc" for n in 
                           report=folder / loaded.name, cache=folder / loaded.name / ".cache")
 self0, kids0 = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
 start = time.perf_counter()
-from cmbench.report.outputs import write_suite_reports
-from cmbench.report.summary import summary_lines
+from cmbench.report.suite_step import write_suite_reports
+from cmbench.report.content.summary import summary_lines
 write_suite_reports(outputs, workers=workers)
 with contextlib.redirect_stdout(io.StringIO()):
     for line in summary_lines(cubes, plugins=[plugin] if plugin else []):
@@ -94,7 +94,7 @@ def report_step(suite: str, plugin: str, run: Path, pages: Path | None, workers:
         shutil.copytree(pages, cache / "pages")
     before = {p.name for p in (cache / "pages").glob("*.pdf")} if pages is not None else set()
     proc = subprocess.run([sys.executable, "-c", STEP, suite, plugin, str(folder), str(workers)],
-                          env=child_env(**({"CMBENCH_REPORT_START": start} if start else {})),
+                          env=child_env(),
                           capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"the report step failed:\n{proc.stderr[-3000:]}")
@@ -115,7 +115,7 @@ def main() -> None:
         rows = []
         kept = None
         for scenario, run, plug in (("cold", tmp / "cold", ""), ("warm plugin", tmp / "plugin", str(plugin))):
-            for workers, start in ((1, ""), (args.workers, "fork"), (args.workers, "spawn")):
+            for workers, start in ((1, ""), (args.workers, "pool")):
                 r = report_step(args.suite, plug, run, kept if scenario != "cold" else None, workers, start, tmp)
                 if scenario == "cold" and workers == 1:
                     kept = tmp / "kept-pages"  # the cold run's drawn pages, for the warm scenario
@@ -128,7 +128,7 @@ def main() -> None:
     print("report step alone (write_suite_reports, summary lines, claims table):")
     serial = {}
     for scenario, workers, start, r in rows:
-        how = "in the run's process" if workers == 1 else f"{workers} helpers, {start}"
+        how = "in the run's process" if workers == 1 else f"a pool of {workers} processes"
         if workers == 1:
             serial[scenario] = r
         ref = serial[scenario]

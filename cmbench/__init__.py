@@ -186,7 +186,7 @@ def run_suite(
     stats = stats if stats is not None else _Progress()
     options = {}
     if report:
-        from .report.outputs import report_step
+        from .report.suite_step import report_step
 
         options["then"] = report_step(workers, scheduler)  # before the run lets go of the output folder
     return _run(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins, timeout=timeout,
@@ -211,9 +211,17 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'cmbench' has no attribute {name!r}")
 
 
+def rank(cube, metric=None):
+    """The methods of a results cube (a Dataset or a path) ranked as every report ranks them,
+    best first: a DataFrame (see `cmbench.ranking.rank`)."""
+    from .ranking import rank as _rank
+
+    return _rank(cube, metric)
+
+
 __all__ = [
     "Adversary", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Interrupted", "Metric",
     "NotApplicable", "PluginError", "Progress", "Recoverer", "ShippedTable", "StoppedAtFailure", "Suite",
     "SuiteError", "Undefined", "UserError", "WorkerSetupError", "claims", "hookimpl", "hookspec",
-    "load_plugins", "load_suite", "nanquantile", "run_suite", "to_frame", "__version__",
+    "load_plugins", "load_suite", "nanquantile", "rank", "run_suite", "to_frame", "__version__",
 ]

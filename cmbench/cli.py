@@ -162,8 +162,9 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     if dry_run:
         _print_plan(suite, out, plugins, experiments, select, timeout)
         return
-    from .report.helpers import HelperError
-    from .report.outputs import report_step
+    from concurrent.futures.process import BrokenProcessPool
+
+    from .report.suite_step import report_step
 
     stats = Progress()
     try:
@@ -172,8 +173,8 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
                           cache_size=cache_size, experiments=experiments, select=select,
                           fail_fast=fail_fast, post_mortem=post_mortem,
                           then=report_step(workers, scheduler) if report else None)  # under the run lock
-    except HelperError as exc:
-        click.echo(f"cmbench: error: {exc}", err=True)
+    except BrokenProcessPool as exc:  # a process drawing the report's pages died
+        click.echo(f"cmbench: error: a process drawing the report ended abruptly ({exc}); no report was written", err=True)
         click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "
                    "`cmbench suite` again draws the report", err=True)
         sys.exit(1)
@@ -202,7 +203,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
         counts.update(ds["status"].values.ravel().tolist())
         failed += [dict(row, experiment=name) for row in failures(ds)]
     suite_name = next(iter(cubes.values())).attrs["suite"] if cubes else suite
-    from .report.summary import summary_lines
+    from .report.content.summary import summary_lines
 
     for line in summary_lines(cubes, plugins=plugins):
         click.echo(line)
@@ -246,20 +247,20 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
                         f"not {suffix or '(no suffix)'!r}")
     check_target(output, inputs=inputs, kind=kind)
     if kind == "html":
-        from .report.html import write_html
+        from .report.render.html import write_html
 
-        if baseline is not None or png_dir is not None:
-            raise UserError("--baseline and --png draw into the PDF report; "
-                            "give -o FILE.pdf for them")
-        path = write_html([Path(c) for c in cubes], Path(output))
+        if png_dir is not None:
+            raise UserError("--png writes the PDF report's figures; give -o FILE.pdf for it")
+        path = write_html([Path(c) for c in cubes], Path(output), baseline=baseline)
     else:
         path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
     click.echo(f"report: {path}")
     if tables_dir is not None:
-        from .report.paper_tables import write_tables
+        from .report.content.paper_tables import write_tables
 
         written = write_tables([Path(c) for c in cubes], Path(tables_dir))
-        click.echo(f"tables: {Path(tables_dir)}/ ({len(written)} files)")
+        why = "" if written else ": no method has a finite value of any metric in these cubes"
+        click.echo(f"tables: {Path(tables_dir)}/ ({len(written)} files{why})")
 
 
 @main.command()

@@ -21,10 +21,10 @@ from .output import follow_umask
 
 
 #: the drawn report pages' folder inside a suite's cache, and the names cmbench
-#: writes there (`cmbench.report.pagecache`, and font subsets: `cmbench.report.fonts`);
+#: writes there (`cmbench.report.pagecache`);
 #: `cmbench cache clear` removes only these
 PAGES = "pages"
-PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.(pdf|font)|index\.json|reports\.json)$")
+PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json)$")
 TEMP_FILE = re.compile(r"^\..+\.tmp$")
 
 

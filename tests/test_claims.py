@@ -248,7 +248,7 @@ def test_report_has_the_claims_page_and_convergence_counts(tmp_path):
 
 
 def test_stopping_rule_names_limit_jumps_only_when_on():
-    from cmbench.report.claims import stopping_rule
+    from cmbench.report.content.claims_page import stopping_rule
 
     assert stopping_rule({"tol": 1e-10, "max_iter": 100, "limit_jumps": False}) == "tol = 1e-10, max_iter = 100"
     assert stopping_rule({"tol": 1e-10, "max_iter": 100, "limit_jumps": True}).startswith(

@@ -24,7 +24,8 @@ def small_cube(**attrs) -> xr.Dataset:
 
 
 def test_every_module_takes_the_statuses_from_cube():
-    from cmbench.report import figures, load
+    from cmbench.report import load
+    from cmbench.report.content import figures
     from cmbench.runner import store, units
 
     assert load.STATUSES is cube.STATUSES and load.DIMS is cube.DIMS

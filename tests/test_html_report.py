@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from cmbench.report.html import write_html
-from test_report import make_cube, set_cells
+from cmbench.report.render.html import write_html
+from test_report import make_cube, pdf_pages_text, set_cells, squash
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -89,28 +89,63 @@ def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_run, tmp_p
     assert all(u.startswith(("file:", "data:", "blob:", "about:")) for u in requests), requests
 
 
-@pytest.mark.parametrize("rows, cols, titles, spacing", [
-    (1, 1, 1, {}), (1, 3, 3, {}), (2, 3, 5, {}), (2, 2, 4, {}), (1, 3, 3, {"vertical_spacing": 0.1}),
-    (2, 3, 5, {"vertical_spacing": 0.12}), (3, 3, 7, {"vertical_spacing": 0.12}), (4, 3, 12, {})])
-@pytest.mark.parametrize("horizontal", [0.06, None])
-def test_plain_json_figures_match_plotlys_subplots(rows, cols, titles, spacing, horizontal):
-    """The report writes figures as plain JSON: the same grid, axes and traces as plotly's objects
-    (the grid's arithmetic is cmbench's own: plotly.subplots is not imported to write a report)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+CLAIMS = json.dumps([
+    {"id": "a", "paper": "Fig. 1", "text": "the mean beats the median", "kind": "beats",
+     "better": ["Empirical Mean"], "worse": ["C-Median"], "same": [], "datasets": ["gaussian"],
+     "budgets": {"gaussian": {}}, "metric": "l2", "adversaries": ["min-rho"], "factor": 1.0, "peak": None,
+     "rtol": 0.05},
+    {"id": "b", "paper": "Fig. 2", "text": "the median beats the mean", "kind": "beats",
+     "better": ["C-Median"], "worse": ["Empirical Mean"], "same": [], "datasets": ["gaussian"],
+     "budgets": {"gaussian": {}}, "metric": "l2", "adversaries": ["min-rho"], "factor": 1.0, "peak": None,
+     "rtol": 0.05}])
 
-    from cmbench.report.html import _Plot
 
-    names = [f"panel {i}" for i in range(titles)]
-    ref = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=horizontal, **spacing)
-    ours = _Plot.grid(rows, cols, names, horizontal_spacing=horizontal, **spacing)
-    for i in range(titles):
-        ref.add_trace(go.Scatter(x=[0, 1], y=[i, i], name=f"t{i}"), row=i // cols + 1, col=i % cols + 1)
-        ref.update_yaxes(range=[0, i + 1], row=i // cols + 1, col=i % cols + 1)
-        ours.add(i + 1, type="scatter", x=[0, 1], y=[i, i], name=f"t{i}")
-        ours.axis("y", i + 1)["range"] = [0, i + 1]
-    want = ref.to_plotly_json()
-    want["layout"].pop("template")
-    assert [{k: list(v) if isinstance(v, tuple) else v for k, v in t.items()} for t in want["data"]] == \
-        [dict(t, type="scatter") for t in ours.data]
-    assert json.loads(json.dumps(want["layout"])) == json.loads(json.dumps(ours.layout))
+def _html_text(text: str) -> str:
+    """The page's visible text, tags and scripts dropped, entities decoded, spaces removed."""
+    import html as html_mod
+
+    text = re.sub(r"<script.*?</script>", " ", text, flags=re.S)
+    return squash(html_mod.unescape(re.sub(r"<[^>]+>", " ", text)))
+
+
+def test_html_and_pdf_hold_the_same_sections_and_claims_verdicts(tmp_path):
+    """One model, two renderers: every PDF page's title is a heading of the HTML, and the claims
+    table (verdicts and measured numbers) is in both, with a baseline too."""
+    from cmbench import claims
+    from cmbench.report import write_report
+    from cmbench.report.model import build_report
+    from cmbench.report.load import load_cubes
+
+    ds = make_cube(instances=3, adversaries=("min-rho", "random-rho"))
+    ds.attrs["claims"] = CLAIMS
+    set_cells(ds, "failed", "RuntimeError: estimator exploded", dataset="uniform", budget=0.3,
+              recoverer="none", estimator="coord-median")
+    base = make_cube(instances=3, adversaries=("min-rho", "random-rho"), seed=1)
+    pdf = write_report([ds], tmp_path / "r.pdf", baseline=base)
+    page = write_html([ds], tmp_path / "r.html", baseline=base).read_text()
+    text = _html_text(page)
+    pages = [squash(t) for t in pdf_pages_text(pdf)]
+    headings = [_html_text(h) for h in re.findall(r"<h[23][^>]*>(.*?)</h[23]>", page, re.S)]
+    # every PDF page shows a heading of the HTML, every figure or text heading of the HTML is a PDF page's
+    assert all(any(h in p for h in headings) for p in pages), [p[:60] for p in pages
+                                                               if not any(h in p for h in headings)]
+    figures = [_html_text(h) for h in re.findall(r"<h3>(.*?)</h3>", page, re.S)]
+    assert figures and all(any(h in p for p in pages) for h in figures), figures
+    sections = build_report(load_cubes([ds]), title="t", baseline=load_cubes([base])[0])
+    assert [s.slug for s in sections] == re.findall(r'<section id="([^"]+)"', page)
+    assert "baseline" in " ".join(s.slug for s in sections)
+    verdicts = claims.evaluate_cube(ds)
+    assert {v.verdict for v in verdicts} >= {"holds", "fails"}
+    pdf_text = squash(" ".join(pdf_pages_text(pdf)))
+    for v in verdicts:
+        for fragment in (v.verdict, v.numbers, v.claim["text"]):
+            assert squash(fragment) in text and squash(fragment) in pdf_text, fragment
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))  # no repeated element id
+
+
+def test_two_cubes_of_one_experiment_name_get_distinct_ids(tmp_path):
+    a, b = make_cube(), make_cube(seed=3)
+    page = write_html([a, b], tmp_path / "r.html").read_text()
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)) and "synthetic-curves-2" in ids

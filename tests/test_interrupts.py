@@ -146,7 +146,7 @@ def test_a_second_run_is_refused_while_the_first_draws_its_report(tmp_path, monk
     """The report is drawn from the cubes on disk: a second run into the folder meanwhile
     would replace them under it (a report mixing two runs, stamped as the first's)."""
     import cmbench
-    from cmbench.report import outputs as report_outputs
+    from cmbench.report import suite_step as report_outputs
 
     suite = slow_suite(tmp_path, delay=0.0, instances=1, budgets="[0.0, 0.1]")
     out = tmp_path / "out"

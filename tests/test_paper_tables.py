@@ -2,7 +2,7 @@
 import pandas as pd
 
 from cmbench.report.load import load_cube
-from cmbench.report.paper_tables import mean_error_table, write_tables
+from cmbench.report.content.paper_tables import mean_error_table, write_tables
 from test_report import make_cube, set_cells
 
 METHODS = {"Empirical Mean": ["none", "mean"], "C-Median": ["none", "coord-median"],
@@ -43,3 +43,10 @@ def test_best_marked_and_a_method_with_gaps_cannot_win(tmp_path):
     assert rank.loc["Empirical Mean", "mean error"].endswith("†")
     assert rank.loc["C-Median", "mean error"].endswith("*")
 
+
+
+def test_two_cubes_of_one_experiment_name_write_their_tables_apart(tmp_path):
+    from cmbench.report.content.paper_tables import write_tables
+
+    written = write_tables([make_cube(), make_cube(seed=4)], tmp_path)
+    assert len(written) == len({p.name for p in written}) == len(list(tmp_path.iterdir())) == 16

@@ -32,7 +32,7 @@ def test_general_position_m_a_bounds_m_a():
 def test_the_report_draws_the_general_position_bound_with_its_legend():
     from test_report import THRESHOLDS, make_cube
 
-    from cmbench.report.figures import thresholds_for
+    from cmbench.report.content.figures import thresholds_for
     from cmbench.report.load import load_cube
 
     ds = make_cube(datasets=("gaussian",))

@@ -1,9 +1,8 @@
 """The report step's serial parts: no plotting library where only records are built, the
-scipy.special numbers equal to scipy.stats's, lean Type 42 fonts, claims evaluated once per
+scipy.special numbers equal to scipy.stats's, claims evaluated once per
 cube content."""
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 import textwrap
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 from cmbench import claims
-from cmbench.report import significance
+from cmbench.report.content import significance
 
 from test_report import make_cube
 
@@ -23,8 +22,8 @@ def test_building_the_records_loads_no_plotting_library(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         from cmbench.report.load import load_cubes
-        from cmbench.report.pdf import build_pages
-        from cmbench.report.summary import summary_lines
+        from cmbench.report.render.pdf import build_pages
+        from cmbench.report.content.summary import summary_lines
         from cmbench.cube import load
         pages = build_pages(load_cubes([{str(path)!r}]), title="t")
         summary_lines([load({str(path)!r})])
@@ -51,28 +50,6 @@ def test_the_t_band_and_friedman_p_values_are_scipys():
     assert res.chi2 == pytest.approx(ref.statistic, rel=1e-12)
     assert res.p_value == pytest.approx(ref.pvalue, rel=1e-12)
     assert res.f_p_value == pytest.approx(stats.f.sf(res.f_stat, 3, 33), rel=1e-12)
-
-
-def test_the_report_embeds_truetype_subsets_without_layout_tables(tmp_path):
-    import pypdf
-    from fontTools.ttLib import TTFont
-
-    from cmbench.report import write_report
-
-    out = write_report([make_cube()], tmp_path / "r.pdf")
-    fonts = {}
-    for page in pypdf.PdfReader(str(out)).pages:
-        for font in page["/Resources"]["/Font"].values():
-            font = font.get_object()
-            fonts[str(font["/BaseFont"])] = font
-    assert fonts
-    for name, font in fonts.items():
-        assert font["/Subtype"] == "/Type0", name  # Type 42 (CID TrueType), never Type 3
-        descendant = font["/DescendantFonts"][0].get_object()
-        assert descendant["/Subtype"] == "/CIDFontType2", name
-        program = descendant["/FontDescriptor"]["/FontFile2"].get_object().get_data()
-        tables = set(TTFont(io.BytesIO(program)).keys())
-        assert {"glyf", "cmap", "hmtx"} <= tables and not tables & {"GSUB", "GPOS", "GDEF"}, name
 
 
 def test_claims_are_evaluated_once_per_cube_content(monkeypatch):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cmbench import cube as cubes
-from cmbench.report.summary import summary_lines
+from cmbench.report.content.summary import summary_lines
 from cmbench.runner.units import RECOVERED_TOLERANCE, recovery_fractions
 from test_report import pdf_pages_text, squash
 
@@ -71,12 +71,12 @@ def test_cube_records_environment_suite_text_and_recovery(smoke_run):
     assert "within0.1standarddeviations" in all_text
 
 
-def test_summary_ranks_by_mean_error_and_keeps_plugin_methods(smoke_run, tmp_path):
+def test_summary_ranks_as_the_reports_and_shows_every_method_up_to_twelve(smoke_run, tmp_path):
     ds = cubes.load(smoke_run / "smoke" / "synthetic.nc")
     lines = summary_lines({"synthetic": ds}, top=1)
     head = [ln for ln in lines if ln.strip()[:2].rstrip(".").isdigit()]
-    assert lines[0].startswith("synthetic: methods by mean l2 error")
-    assert len(head) == 1 and head[0].split()[1:3] == ["Two-Step-E", head[0].split()[2]]
+    assert lines[0].startswith("synthetic: methods by l2 error, ranked by average rank")
+    assert len(head) == 3 and head[0].split()[1] == "Two-Step-E"  # three methods: all shown
     assert lines[-1].strip() == "cells: 32 ok"
 
 
@@ -86,7 +86,7 @@ def test_suite_prints_the_summary(tmp_path, winsorized_file):
                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "synthetic: methods by mean l2 error" in out
+    assert "synthetic: methods by l2 error, ranked by average rank" in out
     ranked = [ln.split() for ln in out.splitlines() if ln.strip()[:1].isdigit() and ". " in ln]
     assert [r[0] for r in ranked][:3] == ["1.", "2.", "3."]
     plugin = [ln for ln in out.splitlines() if "winsorized-mean" in ln]

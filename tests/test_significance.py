@@ -8,8 +8,8 @@ from scipy import stats
 
 from cmbench.report import write_report
 from cmbench.report.load import load_cube
-from cmbench.report.range_quantiles import QUANTILES
-from cmbench.report.significance import (block_scores, cd_diagram, friedman, friedman_statistic, rank_average,
+from cmbench.report.content.range_quantiles import QUANTILES
+from cmbench.report.content.significance import (block_scores, cd_diagram, friedman, friedman_statistic, rank_average,
                                          nemenyi_cd, range_quantile, run_tests)
 from test_report import make_cube, pdf_pages_text, set_cells, squash
 
@@ -42,7 +42,7 @@ def test_range_quantiles_beyond_the_table_come_from_scipy():
 
 def test_critical_difference_does_not_import_scipy_stats():
     # importing scipy.stats costs about 0.8 s of CPU in every report that a new method redraws
-    code = ("import sys; from cmbench.report.significance import friedman; import numpy as np; "
+    code = ("import sys; from cmbench.report.content.significance import friedman; import numpy as np; "
             "r = friedman(np.random.default_rng(0).random((6, 5)), list('abcde')); "
             "assert r.cd > 0; print('scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -302,7 +302,9 @@ metrics = ["l2", "mahalanobis"]
 def test_runner_cube_and_stress_pages(tmp_path, write_suite):
     import matplotlib
 
-    from cmbench.report import load_cube, stress
+    from cmbench.report import load_cube
+
+    from cmbench.report.content import stress
     from cmbench.report.style import RC
     from cmbench.report.style import MethodStyles
 

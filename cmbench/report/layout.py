@@ -9,6 +9,7 @@ drawing function only places its own content.
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -51,6 +52,9 @@ class Page:
     draw: Callable[[Any], Any]
     png: bool = True
     cost: float = 1.0
+    #: on the first page of flowed text: the text as blocks (`TextPages.blocks`), which the
+    #: HTML renders whole; None on figure pages and on the pages that continue a text
+    text: Any = field(default=None, repr=False, compare=False)
     _fig: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -117,6 +121,18 @@ def draw_title(fig, title: str, subtitle: str = "") -> None:
                  parse_math=False)
 
 
+def slug(text: str, default: str = "x") -> str:
+    """``text`` as a file name or element id: runs of other characters than letters, digits,
+    ``.``, ``_`` and ``-`` become one ``-``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or default
+
+
+def literal(label: str) -> str:
+    """A label (a method's, a data set's) drawn as its plain text: a ``$`` in it is a dollar
+    sign, never the start of mathtext."""
+    return str(label).replace("$", r"\$")
+
+
 def plain(text: str) -> str:
     """Mathtext to plain text, for titles and notes drawn with math off."""
     swaps = {r"$\ell_2$": "l2", r"$\epsilon$": "ε", r"$\rho$": "ρ", r"$\alpha$": "α"}
@@ -158,7 +174,9 @@ class TextPages:
     (with "(continued)" and the table header repeated) whenever one is full.
 
     The result, ``pages``, is a list of `TextPage` records: the flow is
-    computed here, the drawing by `draw_text_page`.
+    computed here, the drawing by `draw_text_page`. ``blocks`` keeps the same
+    content unflowed (``("heading", text)``, ``("para", text, style, color)``,
+    ``("table", cols, rows)``): the HTML report renders it.
 
     Parameters
     ----------
@@ -172,6 +190,7 @@ class TextPages:
         self.title = title
         self.fs = fontsize
         self.pages: list[TextPage] = []
+        self.blocks: list[tuple] = []
         self._line = fontsize * 1.45 / 72 / PAGE[1]  # one text line, figure fraction
         self._asc = fontsize * 1.0 / 72 / PAGE[1]  # row top to first baseline
         self._char = fontsize * 0.6 / 72 / PAGE[0]  # one average character
@@ -179,6 +198,7 @@ class TextPages:
 
     # public -------------------------------------------------------------------
     def heading(self, text: str) -> None:
+        self.blocks.append(("heading", text))
         self._need(6)  # never a heading alone at the foot of a page
         self.y -= 0.6 * self._line
         self._text(self.LEFT, self.y - 1.3 * self._asc, text, fontsize=self.fs + 2.5,
@@ -186,6 +206,7 @@ class TextPages:
         self.y -= 1.8 * self._line
 
     def para(self, text: str, *, style: str = "normal", color: str = "black") -> None:
+        self.blocks.append(("para", text, style, color))
         lines = self._wrap(text, self.RIGHT - self.LEFT)
         for line in lines:
             self._need(1)
@@ -199,7 +220,8 @@ class TextPages:
         span = self.RIGHT - self.LEFT
         widths = [c.width / total * span for c in cols]
         lefts = np.concatenate([[self.LEFT], self.LEFT + np.cumsum(widths)[:-1]])
-        rows = list(rows)
+        rows = [[str(v) for v in row] for row in rows]
+        self.blocks.append(("table", list(cols), rows))
         self._need(2 + (len(self._cell_lines(rows[0], widths)) if rows else 1))
         self._header(cols, widths, lefts)
         for i, row in enumerate(rows):
@@ -282,6 +304,15 @@ def draw_text_page(page: TextPage):
     return fig
 
 
-def text_pages(records: Sequence[TextPage], slug: str) -> list[Page]:
-    """Text page records (`TextPages.pages`) as report pages (never written as PNG)."""
-    return [Page(slug, p, draw_text_page, png=False, cost=0.3) for p in records]
+def text_pages(texts: "TextPages | Sequence[TextPages] | None", slug: str) -> list[Page]:
+    """Flowed texts (`TextPages`) as report pages (never written as PNG); the first page of
+    each carries the text whole (``Page.text``) for the HTML."""
+    if texts is None:
+        return []
+    out: list[Page] = []
+    for tp in [texts] if isinstance(texts, TextPages) else texts:
+        pages = [Page(slug, p, draw_text_page, png=False, cost=0.3) for p in tp.pages]
+        if pages:
+            pages[0].text = tp
+        out += pages
+    return out

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from .. import theory
-from .layout import Page
-from ..cube import attr_json
-from .load import Cube
-from .style import PAGE
+from ... import theory
+from ..layout import Page
+from ...cube import attr_json
+from ..load import Cube
+from ..style import PAGE
 from .tables import fmt_num
 
 if TYPE_CHECKING:

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 import xarray as xr
 
-from .layout import (LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPage, TextPages,
+from ..layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPages,
                      clip_top, draw_notes, grid_shape, legend_columns, plain, row_major, text_pages, wrap_notes)
-from .load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
-from .style import MethodStyles
+from ..load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
+from ..style import MethodStyles
 from .tables import fmt_num
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ def draw_dots(page: DotPage) -> Figure:
         ax.set_title(panel.title, loc="left", fontsize=9.5)
         ax.set_xlabel(page.xlabel)
         ax.set_yticks(y)
-        ax.set_yticklabels(methods, fontsize=8)
+        ax.set_yticklabels([literal(m) for m in methods], fontsize=8)
         ax.set_ylim(-0.7, len(methods) - 0.3)
         ax.grid(axis="y", visible=False)
     for row in axes:
@@ -418,7 +418,7 @@ def draw_distance(page: DistancePage) -> Figure:
         ax.set_title(panel.title, loc="left", fontsize=9.5)
         ax.set_xlabel(page.xlabel)
         ax.set_ylabel(page.ylabel)
-    handles = [Line2D([], [], marker="o", linestyle="none", color=c, label=m) for m, c in page.legend]
+    handles = [Line2D([], [], marker="o", linestyle="none", color=c, label=literal(m)) for m, c in page.legend]
     handles += [Line2D([], [], marker="o", linestyle="none", markerfacecolor="0.4",
                        markeredgecolor="0.4", label="adaptive (worst case)"),
                 Line2D([], [], marker="s", linestyle="none", markerfacecolor="none",
@@ -500,10 +500,10 @@ def worst_case_summary(cube: Cube) -> list[dict]:
     return rows
 
 
-def summary_pages(cube: Cube) -> list[TextPage]:
+def summary_pages(cube: Cube) -> "TextPages | None":
     rows = worst_case_summary(cube)
     if not rows:
-        return []
+        return None
     tp = TextPages(f"{cube.experiment}: worst case found vs the strongest fixed attack")
     tp.para("Per adaptive adversary and method, over the (data set, budget > 0) cells: the mean "
             "error under the worst case found, the mean error under the strongest fixed attack "
@@ -526,7 +526,7 @@ def summary_pages(cube: Cube) -> list[TextPage]:
                    fmt_num(r["ratio_median"]), fmt_num(r["ratio_max"]), r["where"],
                    str(r["broken"]), fmt_num(r["evaluations"], 4)]
                   for r in rows if r["adversary"] == adv])
-    return tp.pages
+    return tp
 
 
 # -- all --------------------------------------------------------------------------------

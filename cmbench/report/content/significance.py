@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import special
 
-from .load import METRIC_TEXT, Cube
+from ..load import METRIC_TEXT, Cube
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -95,7 +95,7 @@ def nemenyi_cd(k: int, n_blocks: int, alpha: float = ALPHA) -> float:
 def range_quantile(p: float, k: int) -> float:
     """The ``p`` quantile of the studentized range of k means with infinite degrees of freedom.
 
-    From the shipped table (`range_quantiles`, p = 0.95 and 0.90, k = 2 .. 100)
+    From the shipped table (`range_quantiles`, p = 0.95, k = 2 .. 100)
     where it has the value, else from scipy.stats, imported only then.
     """
     from .range_quantiles import QUANTILES
@@ -190,6 +190,8 @@ def block_scores(cube: Cube, metric: str) -> tuple[np.ndarray, list[str], list[t
     methods = [m for m, h in zip(vals["method"].values.tolist(), has_any) if h]
     arr = arr[has_any]
     k, n_d, n_i = arr.shape[:3]
+    if k == 0:  # no method has a finite value anywhere (every cell failed, undefined, NaN or inf)
+        return np.empty((0, 0)), methods, []
     cells = arr.reshape(k, n_d, n_i, -1)
     scores, blocks = [], []
     for d in range(n_d):
@@ -226,7 +228,7 @@ class CdPage:
 
 def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
     """One page per metric with the critical-difference diagram and the test's numbers."""
-    from .layout import Page
+    from ..layout import Page
 
     pages = []
     for metric in cube.metrics:
@@ -248,7 +250,7 @@ def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
 def draw_cd_page(page: CdPage) -> Figure:
     from matplotlib.figure import Figure
 
-    from .style import PAGE
+    from ..style import PAGE
 
     result = page.result
     fig = Figure(figsize=PAGE)
@@ -312,11 +314,13 @@ def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
         if pos < half:
             y = -(bar_top + (pos + 0.6) * line_h)
             ax.plot([x, x, left_x], [0, y, y], color="0.25", lw=0.8)
-            ax.text(left_x - 0.05, y, f"{names[pos]} ({x:.2f})", ha="right", va="center", fontsize=8.5)
+            ax.text(left_x - 0.05, y, f"{names[pos]} ({x:.2f})", ha="right", va="center", fontsize=8.5,
+                    parse_math=False)
         else:
             y = -(bar_top + (k - 1 - pos + 0.6) * line_h)
             ax.plot([x, x, right_x], [0, y, y], color="0.25", lw=0.8)
-            ax.text(right_x + 0.05, y, f"({x:.2f}) {names[pos]}", ha="left", va="center", fontsize=8.5)
+            ax.text(right_x + 0.05, y, f"({x:.2f}) {names[pos]}", ha="left", va="center", fontsize=8.5,
+                    parse_math=False)
     if title:
         fig.suptitle(title, fontsize=10, fontweight="bold", x=0.02, ha="left")
     return fig

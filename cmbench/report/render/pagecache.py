@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..files import PAGE_FILE, TEMP_FILE, atomic_write, remove_matching
+from ...files import PAGE_FILE, TEMP_FILE, atomic_write, remove_matching
 
 #: the names this cache gives its files; `clear` deletes nothing else
 INDEX = "index.json"
@@ -64,6 +64,28 @@ def _feed(h, obj) -> None:
         h.update(f"{type(obj).__name__}:{obj!r}".encode())
     else:
         raise TypeError(f"a page record holds a {type(obj).__name__}, which has no digest")
+
+
+def code_digest() -> str:
+    """Size and modification time of the report package's modules and cmbench's version:
+    an edited report module redraws its pages and reports."""
+    from ...version import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        st = path.stat()
+        h.update(f"{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def salt() -> str:
+    """What a drawn page depends on besides its record: the report code, the rc settings and
+    matplotlib's version."""
+    from importlib.metadata import version
+
+    from ..style import RC
+
+    return "\x1d".join([code_digest(), repr(sorted(RC.items())), version("matplotlib")])
 
 
 def record_digest(page, salt: str = "") -> Optional[str]:

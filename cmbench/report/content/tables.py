@@ -15,9 +15,9 @@ import pandas as pd
 import xarray as xr
 
 from . import significance
-from ..cube import FAILURES, GAPS, STATUSES
-from .load import METRIC_TEXT, Cube, environment_attr, summarize
-from .layout import Col, TextPage, TextPages
+from ...cube import FAILURES, GAPS, STATUSES
+from ..load import METRIC_TEXT, Cube, environment_attr, summarize
+from ..layout import Col, TextPages
 
 MAX_GROUP_ROWS = 80  # rows of the cells-not-run list before it is cut with a count
 MESSAGE_CHARS = 400  # of one error message
@@ -197,8 +197,16 @@ def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 
 # -- pages ------------------------------------------------------------------------
+def _name(path) -> str:
+    """A file's name without the folders of the machine that wrote it (a report holds no absolute
+    path; the suite file's and the cubes' digests identify them)."""
+    from pathlib import PurePath
+
+    return PurePath(str(path)).name or str(path)
+
+
 def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
-                     baseline: Cube | None = None) -> list[TextPage]:
+                     baseline: Cube | None = None) -> "TextPages | None":
     """Suite, seed, versions, data sets with shapes, when and where each cube was
     made, and how many cells failed."""
     tp = TextPages(title)
@@ -214,16 +222,16 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
 
     tp.heading("Runs and cells by status")
     tp.table([Col("experiment", 1.2), Col("suite file (hash)", 1.7), Col("seed", 0.5, "right"),
-              Col("created", 2.2), Col("host", 1.0), Col("cmbench", 0.7)]
+              Col("created", 2.2), Col("cmbench", 0.7)]
              + [Col(s.replace("-", " "), 0.9, "right") for s in STATUSES],
              [[c.experiment,
-               f"{c.attrs.get('suite_file', '?')} ({str(c.attrs.get('suite_hash', '?'))[:12]})",
+               f"{_name(c.attrs.get('suite_file', '?'))} ({str(c.attrs.get('suite_hash', '?'))[:12]})",
                str(c.attrs.get("seed", "?")), str(c.attrs.get("created", "?")),
-               str(c.attrs.get("host", "?")), str(c.attrs.get("cmbench_version", "?"))]
+               str(c.attrs.get("cmbench_version", "?"))]
               + [str(n.get(s, 0)) for s in STATUSES] for c, n in zip(cubes, counts)])
     for c in cubes:
         descr = str(c.attrs.get("description", "")).strip()
-        tp.para(f"{c.experiment}: {descr + '  ' if descr else ''}(read from {c.source})")
+        tp.para(f"{c.experiment}: {descr + '  ' if descr else ''}(read from {_name(c.source)})")
 
     plugins: dict[str, None] = {}
     for c in cubes:
@@ -272,14 +280,14 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
         tp.para(f"Methods of {c.experiment}: " + "; ".join(
             f"{m} = {r} + {e}" for m, (r, e) in c.methods.items()) + ".")
     if baseline is not None:
-        tp.para(f"Baseline: {baseline.source}, experiment {baseline.experiment}, suite "
+        tp.para(f"Baseline: {_name(baseline.source)}, experiment {baseline.experiment}, suite "
                 f"{baseline.attrs.get('suite', '?')}, cmbench "
                 f"{baseline.attrs.get('cmbench_version', '?')}, created "
-                f"{baseline.attrs.get('created', '?')} on {baseline.attrs.get('host', '?')}.")
-    return tp.pages
+                f"{baseline.attrs.get('created', '?')}.")
+    return tp
 
 
-def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPage]:
+def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPages]:
     """The suite file as run, once per distinct text (recorded in each cube)."""
     texts = {}
     for c in cubes:
@@ -289,16 +297,16 @@ def suite_text_pages(cubes: Sequence[Cube]) -> list[TextPage]:
     pages = []
     for text, group in texts.items():
         c = group[0]
-        tp = TextPages(f"Suite file: {c.attrs.get('suite_file', '?')}")
+        tp = TextPages(f"Suite file: {_name(c.attrs.get('suite_file', '?'))}")
         tp.para(f"As run (sha256 {str(c.attrs.get('suite_hash', '?'))[:16]}…), recorded in the cube(s) of "
                 f"{', '.join(g.experiment for g in group)}.", style="italic")
         for line in text.splitlines():
             tp.para(line or " ", style="normal")
-        pages += tp.pages
+        pages.append(tp)
     return pages
 
 
-def ranking_pages(cube: Cube) -> list[TextPage]:
+def ranking_pages(cube: Cube) -> "TextPages | None":
     """One table per metric: mean error and average rank per method, best first."""
     tp = TextPages(f"{cube.experiment}: ranking of methods")
     tp.para("A cell is one (data set, adversary, budget); a method's value there is its mean "
@@ -320,10 +328,10 @@ def ranking_pages(cube: Cube) -> list[TextPage]:
         result, blocks, reason = significance.run_tests(cube, metric)
         for text in significance.describe(result, blocks, reason, metric):
             tp.para(text)
-    return tp.pages
+    return tp
 
 
-def cells_pages(cube: Cube) -> list[TextPage]:
+def cells_pages(cube: Cube) -> "TextPages | None":
     """Failed and timed-out cells with their messages; then the gaps (undefined,
     not applicable), which are not failures."""
     tp = TextPages(f"{cube.experiment}: cells that did not run")
@@ -350,14 +358,14 @@ def cells_pages(cube: Cube) -> list[TextPage]:
             rest = df.iloc[len(shown):]
             tp.para(f"… and {len(rest)} more groups ({int(rest['cells'].sum())} cells); "
                     f"the cube's 'status' and 'error' variables hold them all.", style="italic")
-    return tp.pages
+    return tp
 
 
-def baseline_table_pages(cube: Cube, base: Cube) -> list[TextPage]:
+def baseline_table_pages(cube: Cube, base: Cube) -> "TextPages | None":
     """Per metric: each shared method's mean error here and in the baseline,
     their difference and the relative change."""
     tp = TextPages(f"{cube.experiment}: difference against the baseline")
-    tp.para(f"Baseline: {base.source} (experiment {base.experiment}, cmbench "
+    tp.para(f"Baseline: {_name(base.source)} (experiment {base.experiment}, cmbench "
             f"{base.attrs.get('cmbench_version', '?')}, created {base.attrs.get('created', '?')}). "
             "Difference = this run minus the baseline, paired by instance and averaged over "
             "the (data set, adversary, budget) cells where both have a value; negative means "
@@ -386,4 +394,4 @@ def baseline_table_pages(cube: Cube, base: Cube) -> list[TextPage]:
                       Col("relative", 1.0, "right"), Col("cells compared", 1.3, "right")], rows)
         else:
             tp.para("No method label in common.", style="italic")
-    return tp.pages
+    return tp

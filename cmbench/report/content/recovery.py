@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from .figures import Panel, curve_page
-from .layout import Page
-from .load import Cube, positions, summarize
-from .style import MethodStyles
+from ..layout import Page
+from ..load import Cube, positions, summarize
+from ..style import MethodStyles
 
 #: variable -> (axis label, what the page title says)
 QUANTITIES = {

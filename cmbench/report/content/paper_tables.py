@@ -18,15 +18,15 @@ method must not win by skipping the hard cells. The LaTeX uses booktabs rules
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..files import check_target
-from .load import METRIC_TEXT, Cube, load_cube, summarize
+from ...files import check_target
+from ..layout import slug
+from ..load import METRIC_TEXT, Cube, load_cube, summarize
 from .tables import ranking
 
 DAGGER = "†"
@@ -87,10 +87,14 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    names: dict[str, int] = {}
     for cube in loaded:
+        # two cubes of one experiment name (say A/e1.nc and B/e1.nc) write apart: e1, e1-2
+        names[cube.experiment] = names.get(cube.experiment, 0) + 1
+        name = slug(cube.experiment, "table") + (f"-{names[cube.experiment]}" if names[cube.experiment] > 1 else "")
         for metric in cube.metrics:
             what = METRIC_TEXT.get(metric, metric)
-            stem = f"{_slug(cube.experiment)}-ranking-{_slug(metric)}"
+            stem = f"{name}-ranking-{slug(metric, 'table')}"
             df = ranking(cube, metric)
             if not np.isfinite(df["mean_rank"]).any():
                 continue
@@ -102,8 +106,8 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
             marks = pd.DataFrame({c: np.where(full[c], "", DAGGER) for c in numbers.columns})
             table = pd.DataFrame({
                 "method": df["method"], "recoverer + estimator": df["recoverer"] + " + " + df["estimator"],
-                "mean error": [fmt_num(v) for v in df["mean_error"]],
-                "average rank": [fmt_num(v) for v in df["mean_rank"]],
+                "mean error": [fmt_sig(v) for v in df["mean_error"]],
+                "average rank": [fmt_sig(v) for v in df["mean_rank"]],
                 "cells": [f"{c}/{t}" for c, t in zip(df["cells"], df["total_cells"])],
             })
             caption = (f"{cube.experiment}: methods by {what}, best first. Average rank over the "
@@ -120,10 +124,10 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
             table = pd.DataFrame({"method": means.index})
             marked = {}
             for col in means.columns:
-                table[col] = [fmt_num(v) for v in means[col]]
+                table[col] = [fmt_sig(v) for v in means[col]]
                 marked[col] = (best[col].to_numpy(),
                                np.where(complete[col].to_numpy() | means[col].isna().to_numpy(), "", DAGGER))
-            stem = f"{_slug(cube.experiment)}-mean-error-{_slug(metric)}"
+            stem = f"{name}-mean-error-{slug(metric, 'table')}"
             caption = (f"{cube.experiment}: mean {what} per method and data set, over budgets and "
                        f"instances. Lowest per column in bold; {DAGGER} mean over fewer budgets "
                        f"(the method is undefined or failed at the others).")
@@ -131,7 +135,7 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
     return written
 
 
-def fmt_num(x: float) -> str:
+def fmt_sig(x: float) -> str:
     """Three significant digits, trailing zeros kept so a column lines up; "--" when missing."""
     if x is None or not np.isfinite(x):
         return "–"
@@ -172,7 +176,3 @@ _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
 
 def _tex(text) -> str:
     return "".join(_TEX.get(ch, ch) for ch in str(text))
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "table"

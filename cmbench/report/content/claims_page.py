@@ -11,10 +11,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import claims as claims_mod
-from ..cube import attr_json
-from .load import Cube
-from .layout import Col, TextPage, TextPages
+from ... import claims as claims_mod
+from ...cube import attr_json
+from ..load import Cube
+from ..layout import Col, TextPages
 from .tables import fmt_num
 
 #: parameters of a recoverer that make its stopping rule, when it has them
@@ -26,12 +26,12 @@ def verdicts(cubes: Sequence[Cube]) -> list[claims_mod.Verdict]:
     return [v for c in cubes for v in claims_mod.evaluate_cube(c.ds, c.digest)]
 
 
-def claims_pages(cubes: Sequence[Cube]) -> list[TextPage]:
+def claims_pages(cubes: Sequence[Cube]) -> "TextPages | None":
     """One row per claim: its place in the paper, the claim, the measured numbers, the
     verdict. No page when no cube declares claims."""
     found = verdicts(cubes)
     if not found:
-        return []
+        return None
     tp = TextPages(claims_mod.title(found))
     tp.para("Each claim is declared in the suite file and checked on the results cube alone. "
             "A method's error in a cell (data set, adversary, budget) is its mean over the "
@@ -53,7 +53,7 @@ def claims_pages(cubes: Sequence[Cube]) -> list[TextPage]:
             tp.para(line)
     held = sum(v.holds is True for v in found)
     tp.para(f"{held} of {len(found)} claims hold in full.")
-    return tp.pages
+    return tp
 
 
 def convergence_lines(cube: Cube) -> list[str]:

@@ -1,5 +1,5 @@
 """The summary `cmbench suite` prints at the end: per experiment, the methods ranked
-by mean error, cells by status, where the cubes and reports are."""
+(`cmbench.ranking`, as in the reports), cells by status, where the cubes and reports are."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,12 +8,13 @@ from typing import Iterable, Mapping
 import numpy as np
 import xarray as xr
 
-from ..cube import STATUSES, attr_json
-from .load import METRIC_TEXT, Cube, load_cube
-from .paper_tables import fmt_num
-from .tables import ranking
+from ...cube import STATUSES, attr_json
+from ..load import METRIC_TEXT, Cube, load_cube
+from .paper_tables import fmt_sig as fmt_num
 
+#: with more methods than ALL, the terminal shows the best TOP and those of --plugin
 TOP = 5
+ALL = 12
 
 
 def plugin_labels(specs: Iterable[str]) -> set[str]:
@@ -42,27 +43,28 @@ def from_plugins(cube: Cube, specs: Iterable[str]) -> set[str]:
 
 def summary_lines(cubes: Mapping[str, xr.Dataset] | Iterable[xr.Dataset], *, plugins: Iterable[str] = (),
                   top: int = TOP) -> list[str]:
-    """Per experiment: its first metric's ranking by mean error (the best ``top`` methods,
-    then every method from ``plugins`` below them with its rank), and its cells by status.
-
-    A method's mean error is over the (data set, adversary, budget) cells where it has a
-    value; one with fewer cells than the others says so, since its mean skips cells.
+    """Per experiment: its ranking (`cmbench.ranking.rank`, the reports' ranking) by its first
+    metric, every method when there are at most `ALL`, else the best ``top`` and every method
+    from ``plugins`` below them; then its cells by status.
     """
+    from ...ranking import CRITERION, rank
+
     cubes = list(cubes.values()) if isinstance(cubes, Mapping) else list(cubes)
     plugins = list(plugins)
     lines = []
     for i, ds in enumerate(cubes):
         cube = load_cube(ds, index=i)
         metric = cube.metrics[0]
-        df = ranking(cube, metric)
-        df = df.sort_values(["mean_error", "mean_rank"], na_position="last", kind="stable").reset_index(drop=True)
+        df = rank(cube, metric)
         mine = from_plugins(cube, plugins)
-        lines.append(f"{cube.experiment}: methods by mean {METRIC_TEXT.get(metric, metric)} "
-                     f"(over {int(df['total_cells'].max()) if len(df) else 0} data set x adversary x budget cells)")
+        lines.append(f"{cube.experiment}: methods by {METRIC_TEXT.get(metric, metric)}, {CRITERION}; "
+                     f"{int(df['total_cells'].max()) if len(df) else 0} cells")
         width = max([len(m) for m in df["method"]] + [6])
-        shown = [k for k in range(len(df)) if k < top or df.loc[k, "method"] in mine]
+        lines.append(f"  {'':>4} {'method':<{width}}  {'avg rank':>8}  {'mean error':>10}")
+        limit = len(df) if len(df) <= ALL else top
+        shown = [k for k in range(len(df)) if k < limit or df.loc[k, "method"] in mine]
         for k in shown:
-            if k >= top and (k - 1) not in shown:
+            if k >= limit and (k - 1) not in shown:
                 lines.append("    ...")
             r = df.loc[k]
             note = []
@@ -71,8 +73,11 @@ def summary_lines(cubes: Mapping[str, xr.Dataset] | Iterable[xr.Dataset], *, plu
             if r["method"] in mine:
                 note.append("--plugin")
             err = fmt_num(r["mean_error"]) if np.isfinite(r["mean_error"]) else "no value"
-            lines.append(f"  {k + 1:>3}. {r['method']:<{width}}  {err:>8}"
+            avg = fmt_num(r["mean_rank"]) if np.isfinite(r["mean_rank"]) else "–"
+            lines.append(f"  {k + 1:>3}. {r['method']:<{width}}  {avg:>8}  {err:>10}"
                          + (f"  ({'; '.join(note)})" if note else ""))
+        if len(shown) < len(df):
+            lines.append(f"    ({len(df) - len(shown)} more in the report)")
         counts = cube.status_counts()
         lines.append("  cells: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
                      + "".join(f", {n} {s}" for s, n in counts.items() if s not in STATUSES and n))

@@ -12,6 +12,7 @@ freed as soon as the report has saved them.
 from __future__ import annotations
 
 import math
+from pathlib import PurePath
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
@@ -19,12 +20,12 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 import xarray as xr
 
-from .claims import convergence_lines
-from ..cube import FAILURES, GAPS
-from .load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
-from .layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
-                     draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes)
-from .style import LineStyle, MethodStyles
+from .claims_page import convergence_lines
+from ...cube import FAILURES, GAPS
+from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
+from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
+                     draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes, literal)
+from ..style import LineStyle, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
 
 if TYPE_CHECKING:
@@ -44,6 +45,23 @@ THRESHOLD_SCOPE = {
     "rho_learn_general": (("value",), ("missing",)),  # rho_learn at m_A = n - r + 1
     "1/n": (("coordinate",), ("missing",)),
 }
+
+
+#: the reference line of the inliers' error (`sampling_error`): its label and look (not a method)
+SAMPLING = "sampling error"
+SAMPLING_STYLE = LineStyle("#000000", "", ":")
+
+
+def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
+    """The mean over instances of ``inlier_l2`` (the l2 error of the mean of the rows the adversary
+    left untouched) under ``adversary``, dims (dataset, budget); None when the cube lacks it."""
+    if "inlier_l2" not in cube.ds.data_vars:
+        return None
+    v = cube.ds["inlier_l2"].sel(adversary=adversary)
+    v = v.where(np.isfinite(v))
+    if not bool(np.isfinite(v.values).any()):
+        return None
+    return v.mean("instance", skipna=True).transpose("dataset", "budget")
 
 
 @dataclass
@@ -75,7 +93,7 @@ class CurvePage:
 
 def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, **kw) -> Page:
     """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`."""
-    looks = {m: styles[m] for m in styles_order(panels)}
+    looks = {m: SAMPLING_STYLE if m == SAMPLING else styles[m] for m in styles_order(panels)}
     return Page(slug, CurvePage(title, list(panels), looks, **kw), draw_curves)
 
 
@@ -96,13 +114,19 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
             values = cube.ok_values(metric).sel(adversary=adversary)
             summ = summarize(values)
             panels, empty = [], []
+            ref = sampling_error(cube, adversary) if metric == "l2" else None
             for d in cube.datasets:
                 mean = summ.mean.sel(dataset=d)
                 if not np.isfinite(mean.values).any():
                     empty.append(d)
                     continue
                 panels.append(_panel(cube, adversary, d, mean, summ.half.sel(dataset=d)))
+                if ref is not None:
+                    panels[-1].curves[SAMPLING] = (ref.sel(dataset=d).values, np.full(len(cube.budgets), np.nan))
             notes = [f"Recoverer {line}" for line in convergence_lines(cube)]
+            if ref is not None:
+                notes.append(f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left "
+                             f"untouched (mean over instances); no estimator is expected below it.")
             if empty:
                 notes.append(_empty_note(cube, status.sel(adversary=adversary), metric, empty))
             notes += _gap_notes(cube, status.sel(adversary=adversary),
@@ -117,6 +141,22 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                                     ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
                                     subtitle="mean over instances with a 95% confidence band"))
     return pages
+
+
+def x_name(cube: Cube) -> str:
+    """What the curve pages of ``cube`` draw: "error versus budget", or versus the parameter
+    its ``report_x`` attribute names (``dataset.d`` -> "error versus d")."""
+    spec = str(cube.attrs.get("report_x", "") or "")
+    return f"error versus {spec.split('.', 1)[1]}" if "." in spec else "error versus budget"
+
+
+def no_curves_reason(cube: Cube) -> str:
+    """Why a cube has no curve page: no metric has a finite value in any ok cell."""
+    counts = cube.status_counts()
+    statuses = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return (f"no curve page: no method has a finite {' or '.join(cube.metrics) or 'metric'} value "
+            f"in any cell that ran (cells: {statuses or 'none'}); the ranking and the cells "
+            f"that did not run say more")
 
 
 def _panel(cube: Cube, adversary: str, dataset: str, mean: xr.DataArray,
@@ -230,7 +270,7 @@ def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
                         bottom=(0.72 + NOTE_LINE * len(notes)) / h,
                         hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
     draw_title(fig, title, subtitle)
-    handles = [Line2D([], [], label=m, **styles[m].kwargs()) for m in methods]
+    handles = [Line2D([], [], label=literal(m), **styles[m].kwargs()) for m in methods]
     if len(handles) > ncol:
         handles = row_major(handles, ncol)
     if handles:
@@ -287,7 +327,7 @@ def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
         if band.any():
             ax.fill_between(x, np.where(band, c - hw, np.nan), np.where(band, c + hw, np.nan),
                             color=st.color, alpha=0.16, linewidth=0, zorder=2)
-        ax.plot(x, c, label=m, zorder=3, **st.kwargs())
+        ax.plot(x, c, label=literal(m), zorder=3, **st.kwargs())
         drawn[m] = (c, np.where(band, c + hw, c))
     if zero_line:
         ax.axhline(0.0, color="0.2", linewidth=0.8, zorder=1)
@@ -446,7 +486,8 @@ def draw_runtime(page: RuntimePage) -> Figure:
     height = min(0.42, 0.05 + 0.06 * len(methods))
     # the budget panel's legend (8 pt, right of the axes) must hold the longest method name:
     # about 0.062 in per character and 0.45 in for the line handle, on a page 11.69 in wide
-    legend = (0.45 + 0.062 * max(map(len, methods))) / PAGE[0]
+    # (a label longer than a third of the page is cut there: the legend stays beside the axes)
+    legend = min(0.45 + 0.062 * max(map(len, methods)), PAGE[0] / 3) / PAGE[0]
     width = min(0.62, 0.97 - 0.22 - 0.01 - legend)
     ax = fig.add_axes([0.22, 0.86 - height, width, height])
     _runtime_by_budget(fig.add_axes([0.22, 0.08, width, 0.86 - height - 0.17]), page)
@@ -457,7 +498,7 @@ def draw_runtime(page: RuntimePage) -> Figure:
     if len(page.datasets) > 1:
         for j, d in enumerate(page.datasets):
             ax.scatter(page.per_dataset[:, j], y, marker=markers[j % len(markers)],
-                       facecolor="white", edgecolor="0.1", s=26, zorder=3, label=d,
+                       facecolor="white", edgecolor="0.1", s=26, zorder=3, label=literal(d),
                        linewidths=0.9)
         ax.legend(title="mean per data set", loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   fontsize=8, title_fontsize=8, frameon=False)
@@ -468,7 +509,7 @@ def draw_runtime(page: RuntimePage) -> Figure:
     ax.set_yticks(y)
     # the mean goes with the method's name: written at the bar's end it covered the
     # per-data-set markers that fall just beyond it
-    ax.set_yticklabels([runtime_label(m, v) for m, v in zip(methods, overall)],
+    ax.set_yticklabels([literal(runtime_label(m, v)) for m, v in zip(methods, overall)],
                        fontsize=9 if len(methods) <= 8 else 7.5, linespacing=1.1)
     ax.set_ylim(-0.6, len(methods) - 0.4)
     ax.grid(axis="y", visible=False)
@@ -491,7 +532,7 @@ def _runtime_by_budget(ax, page: RuntimePage) -> None:
     """Mean seconds per cell against the budget, over data sets, instances and
     adversaries: how a method's cost grows with the corruption."""
     for m, row in zip(page.methods, page.by_budget):
-        ax.plot(page.budgets, row, label=m, **page.styles[m].kwargs())
+        ax.plot(page.budgets, row, label=literal(m), **page.styles[m].kwargs())
     vals = page.by_budget[np.isfinite(page.by_budget) & (page.by_budget > 0)]
     if vals.size and vals.max() / vals.min() > 100:
         ax.set_yscale("log")
@@ -534,7 +575,7 @@ def baseline_pages(cube: Cube, base: Cube, styles: MethodStyles) -> list[Page]:
                 f"{cube.experiment}-baseline-{adversary}-{metric}", title, panels, styles,
                 xlabel=cube.budget_axis(adversary), ylabel=f"difference in {METRIC_NAMES.get(metric, metric)}",
                 subtitle=f"mean over instances of the paired difference, "
-                         f"95% band; below 0: lower error than the baseline {base.source}",
+                         f"95% band; below 0: lower error than the baseline {PurePath(base.source).name}",
                 zero_line=True, floor_zero=False))
     return pages
 

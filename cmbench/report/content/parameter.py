@@ -1,0 +1,125 @@
+"""Error against a numeric component parameter (``report_x``), the inliers' "sampling error"
+reference, and the table of mean (sd) per data set and method.
+
+An experiment may say ``[experiment.report] x = "dataset.d"``: its cube then has the
+attribute ``report_x = "dataset.d"`` and the coordinate ``dataset_d`` along the
+``dataset`` dim (one value per data set entry, NaN where an entry lacks it). Its
+curve pages then put that parameter on the x axis: one page per (adversary,
+metric), one panel per budget, one line per method (mean over instances with a
+95% band), the data sets being the points of a line. A cube with the variable
+``inlier_l2`` (the error of the mean of the rows the adversary left untouched,
+dims dataset, instance, adversary, budget) gets it drawn on its ``l2`` pages as
+the line "sampling error": what no estimator can beat on those rows.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .figures import SAMPLING, Panel, curve_page, sampling_error
+from ..layout import Col, Page, TextPages, plain
+from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
+from ..style import MethodStyles
+from .tables import fmt_num
+
+def report_x(cube: Cube) -> Optional[tuple[str, str]]:
+    """``(coordinate, axis label)`` of the cube's ``report_x`` (``"dataset.d"`` -> ``("dataset_d", "d")``),
+    or None when it has none, or its coordinate is missing or not numeric along ``dataset``."""
+    spec = str(cube.attrs.get("report_x", "") or "")
+    if "." not in spec:
+        return None
+    dim, param = spec.split(".", 1)
+    coord = f"{dim}_{param}"
+    if dim != "dataset" or coord not in cube.ds.coords or cube.ds[coord].dims != ("dataset",):
+        return None
+    if cube.ds[coord].dtype.kind not in "fiu":
+        return None
+    return coord, param
+
+
+def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
+    """The curve pages of a ``report_x`` cube: error against the parameter, a panel per budget."""
+    found = report_x(cube)
+    if found is None:
+        return []
+    coord, param = found
+    xs = np.asarray(cube.ds[coord].values, dtype=float)
+    keep = [d for d, x in zip(cube.datasets, xs) if np.isfinite(x)]
+    x_of = dict(zip(cube.datasets, xs))
+    pages = []
+    for adversary in cube.adversaries:
+        ref = sampling_error(cube, adversary)
+        for metric in cube.metrics:
+            summ = summarize(cube.ok_values(metric).sel(adversary=adversary))
+            dims = ("method", "dataset", "budget")
+            mean_a, half_a = (a.transpose(*dims).values for a in (summ.mean, summ.half))
+            mi, di = positions(summ.mean, "method"), positions(summ.mean, "dataset")
+            x = np.array([x_of[d] for d in keep])
+            cols = [di[d] for d in keep]
+            panels = []
+            for j, b in enumerate(cube.budgets):
+                curves = {m: (mean_a[mi[m], cols, j], half_a[mi[m], cols, j]) for m in cube.methods
+                          if np.isfinite(mean_a[mi[m], cols, j]).any()}
+                if ref is not None and metric == "l2":
+                    curves[SAMPLING] = (ref.sel(dataset=keep).values[:, j], np.full(len(keep), np.nan))
+                if curves:
+                    panels.append(Panel(f"{cube.budget_symbol(adversary)} = {fmt_num(float(b))}", x, curves,
+                                        key=f"budget {fmt_num(float(b))}"))
+            if not panels:
+                continue
+            notes = []
+            if len(keep) < len(cube.datasets):
+                notes.append(f"Data sets without a numeric {param} are left out: "
+                             f"{', '.join(d for d in cube.datasets if d not in keep)}.")
+            if ref is not None and metric == "l2":
+                notes.append(f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left "
+                             f"untouched (mean over instances); no estimator is expected below it.")
+            title = f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} versus {param}, adversary {adversary}"
+            pages.append(curve_page(f"{cube.experiment}-{adversary}-{metric}-by-{param}", title, panels,
+                                    styles, xlabel=param,
+                                    ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
+                                    subtitle="mean over instances with a 95% confidence band"))
+    return pages
+
+
+def mean_sd_text(cube: Cube) -> Optional[TextPages]:
+    """Per metric, adversary and budget: each method's mean (sd) over instances per data set
+    (data sets in the order of the ``report_x`` parameter); only for ``report_x`` cubes."""
+    found = report_x(cube)
+    if found is None:
+        return None
+    coord, param = found
+    xs = np.asarray(cube.ds[coord].values, dtype=float)
+    order = [cube.datasets[i] for i in np.argsort(np.where(np.isfinite(xs), xs, np.inf), kind="stable")]
+    tp = TextPages(f"{cube.experiment}: mean (sd) per data set and method")
+    tp.para(f"Mean and standard deviation over the instances that ran of each method's error, per data "
+            f"set (ordered by {param}); '–' where no instance has a value.", style="italic")
+    for metric in cube.metrics:
+        vals = cube.ok_values(metric)
+        mean = vals.mean("instance", skipna=True)
+        sd = vals.std("instance", ddof=1, skipna=True)
+        for adversary in cube.adversaries:
+            for b in cube.budgets:
+                at = dict(adversary=adversary, budget=b)
+                m_a = mean.sel(at).transpose("method", "dataset").sel(dataset=order).values
+                s_a = sd.sel(at).transpose("method", "dataset").sel(dataset=order).values
+                if not np.isfinite(m_a).any():
+                    continue
+                tp.heading(f"{METRIC_TEXT.get(metric, metric)}, adversary {adversary}, "
+                           f"{plain(cube.budget_symbol(adversary))} = {fmt_num(float(b))}")
+                heads = [f"{param} = {fmt_num(float(cube.ds[coord].sel(dataset=d)))}" for d in order]
+                rows = [[m] + [_mean_sd(mu, s) for mu, s in zip(m_a[i], s_a[i])]
+                        for i, m in enumerate(cube.methods)]
+                ref = sampling_error(cube, adversary)
+                if ref is not None and metric == "l2":
+                    r = ref.sel(dataset=order, budget=b).values
+                    rows.append([SAMPLING] + [fmt_num(float(v)) if np.isfinite(v) else "–" for v in r])
+                tp.table([Col("method", 2.0)] + [Col(h, 1.0, "right") for h in heads], rows)
+    return tp
+
+
+def _mean_sd(mu: float, sd: float) -> str:
+    if not np.isfinite(mu):
+        return "–"
+    return f"{fmt_num(float(mu))} ({fmt_num(float(sd))})" if np.isfinite(sd) else fmt_num(float(mu))

@@ -1,0 +1,126 @@
+"""How a report's pages are drawn into PDF documents: here, or in a pool of processes.
+
+A drawing strategy is a callable ``draw(pages, meta) -> [(page indices, PDF bytes)]``
+taking ``(index, Page)`` pairs; `pdf.write_report` is handed one and merges the
+documents it returns. `draw_here` draws every page in this process, in one
+document; `Pool` spreads the pages over worker processes of a
+`concurrent.futures.ProcessPoolExecutor`, one document per worker, started with
+``forkserver`` where the platform has it (its server imports matplotlib's PDF
+backend and the drawing modules once, `multiprocessing.set_forkserver_preload`),
+else ``spawn``; a worker ends with the process that started it. A worker that raises makes `Pool.__call__` raise that error; one
+that dies raises `concurrent.futures.process.BrokenProcessPool`.
+"""
+from __future__ import annotations
+
+import io
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Sequence
+
+from ..layout import Page
+
+__all__ = ["draw_here", "Pool", "draw_document", "PRELOAD"]
+
+#: modules the forkserver imports once, so that each worker starts with them
+PRELOAD = ["matplotlib.backends.backend_pdf", "cmbench.report.content.figures", "cmbench.report.content.stress",
+           "cmbench.report.content.significance", "cmbench.report.content.theory_pages"]
+
+Drawn = list[tuple[list[int], bytes]]
+Strategy = Callable[[Sequence[tuple[int, Page]], dict], Drawn]
+
+
+def draw_document(records: Sequence[tuple], meta: dict) -> bytes:
+    """One PDF document of pages given as ``(record, draw)`` pairs, drawn with the report's rc settings."""
+    import matplotlib
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    from ..style import RC
+
+    buf = io.BytesIO()
+    with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
+        for record, draw in records:
+            fig = draw(record)
+            pdf.savefig(fig)
+            fig.clear()
+    return buf.getvalue()
+
+
+def draw_here(pages: Sequence[tuple[int, Page]], meta: dict) -> Drawn:
+    """Every page in this process, into one document."""
+    if not pages:
+        return []
+    return [([i for i, _ in pages], draw_document([(p.record, p.draw) for _, p in pages], meta))]
+
+
+def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Page]]]:
+    """``n`` groups of about equal drawing cost (`Page.cost`), the costliest pages placed first."""
+    groups: list[list[tuple[int, Page]]] = [[] for _ in range(max(1, n))]
+    load = [0.0] * len(groups)
+    for item in sorted(pages, key=lambda ip: -ip[1].cost):
+        k = load.index(min(load))
+        groups[k].append(item)
+        load[k] += item[1].cost
+    return [g for g in groups if g]
+
+
+def _watch_owner(owner: int, interval: float = 0.5) -> None:
+    """A worker ends once the process that owns its pool is gone, even killed by SIGKILL: it
+    would otherwise wait for work for ever (and keep the forkserver alive with it)."""
+    import os
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # a pid reused by another user's process: the owner is gone
+                os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="cmbench-owner-watch").start()
+
+
+class Pool:
+    """``workers`` processes that draw pages; a context manager (the pool ends on exit).
+
+    The processes start on first use, so a report whose pages are all kept
+    (`pagecache`) starts none.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, int(workers))
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            if "forkserver" in mp.get_all_start_methods():
+                ctx = mp.get_context("forkserver")
+                ctx.set_forkserver_preload(PRELOAD)
+            else:
+                ctx = mp.get_context("spawn")
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_owner,
+                                             initargs=(os.getpid(),))
+        return self._pool
+
+    def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict) -> Drawn:
+        groups = split(pages, self.workers)
+        if len(groups) <= 1:
+            return draw_here(pages, meta)
+        pool = self._executor()
+        futures = [(g, pool.submit(draw_document, [(p.record, p.draw) for _, p in g], meta)) for g in groups]
+        return [([i for i, _ in g], f.result()) for g, f in futures]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,413 @@
+"""The interactive HTML report: the sections of `model.build_report`, rendered with plotly.
+
+One self-contained file that works offline. It renders the same records the
+PDF draws (`model`), so it holds every section of the PDF: provenance, the
+claims with their verdicts and measured numbers, the suite file, per experiment
+the curves (zoomable plotly panels, hover for the values, click a method in the
+legend to hide or show it in every panel, double-click to show it alone), the
+ranking with its significance tests and critical-difference diagram, the
+stress pages, the recovery quality, the runtime, the cells that did not run,
+the baseline comparison, and the paper's worked examples. Text records render
+as HTML headings, paragraphs and tables; curve and runtime records as plotly
+figures (`RENDERERS`); any other figure record as the inline SVG of its own
+matplotlib drawing. plotly's library is inlined once in the page's head:
+nothing is loaded from the network, so the file can be mailed, archived or
+opened on an offline machine. Figures are written as plotly's JSON directly,
+without plotly's Python figure objects.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import html
+import io
+import os
+import re
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import xarray as xr
+
+from ...version import __version__
+from ..content.figures import CurvePage, RuntimePage, runtime_label
+from ..layout import slug, Page, plain
+from ..load import Cube, load_cube, load_cubes
+from ..model import Section, build_report, default_title
+from ..content.significance import CdPage
+from ..content.tables import fmt_num
+from .writing import check_out, write_bytes
+
+__all__ = ["write_html", "build_html", "RENDERERS"]
+
+#: matplotlib marker / line style -> plotly's names, so a method looks alike in PDF and HTML
+SYMBOLS = {"o": "circle", "s": "square", "^": "triangle-up", "D": "diamond", "v": "triangle-down",
+           "P": "cross", "X": "x", "*": "star", "<": "triangle-left", ">": "triangle-right",
+           "h": "hexagon", "p": "pentagon"}
+DASHES = {"-": "solid", "--": "dash", "-.": "dashdot", ":": "dot"}
+THRESHOLD_DASHES = ("dash", "dot", "dashdot", "longdashdot")
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto;
+       max-width: 1400px; padding: 0 1.5em 3em; color: #222; }
+h1 { margin-top: 0.8em; } h2 { border-bottom: 2px solid #ccc; padding-bottom: 0.2em; margin-top: 2em; }
+h3 { margin-top: 1.5em; }
+nav { background: #f4f4f4; padding: 0.5em 1em; border-radius: 4px; }
+nav a { margin-right: 1.2em; }
+table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.9em; }
+th, td { padding: 0.25em 0.7em; text-align: left; vertical-align: top; }
+th { border-bottom: 1.5px solid #444; } tr:nth-child(even) td { background: #f3f3f3; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+p.note { font-style: italic; color: #444; max-width: 70em; }
+p.fail { color: #b00000; }
+pre.suite { background: #f7f7f7; padding: 0.6em; overflow-x: auto; }
+.plot { width: 100%; }
+.cd svg, .figure svg { max-width: 100%; height: auto; }
+code { font-size: 0.95em; }
+"""
+
+
+def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str | os.PathLike, *,
+               title: str | None = None, baseline: str | os.PathLike | xr.Dataset | None = None,
+               sections: Sequence[Section] | None = None) -> Path:
+    """Write the interactive HTML report of results cubes.
+
+    Parameters
+    ----------
+    cubes : netCDF paths, Datasets or loaded `load.Cube` objects, one per experiment.
+    out : the ``.html`` file to write; written whole to a temporary name and
+        renamed, so a failed report leaves no half file.
+    title : heading; default "cmbench report: <suite>".
+    baseline : a cube to compare against, as for the PDF.
+    sections : the report model (`model.build_report`) when the caller built
+        it already (for the PDF too); else it is built here.
+
+    Returns
+    -------
+    The path written.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        ``out`` cannot be written (checked before anything is rendered), or a
+        cube cannot be read or lacks a dimension or variable.
+    """
+    cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
+    out = check_out(out, [*cubes, baseline], kind="html")
+    if sections is None:
+        loaded = load_cubes(cubes)
+        base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
+        title = default_title(loaded) if title is None else title
+        sections = build_report(loaded, title=title, baseline=base)
+    write_bytes(out, build_html(sections, title=title).encode("utf-8"))
+    return out
+
+
+def build_html(sections: Sequence[Section], *, title: str) -> str:
+    """The whole page as a string: a table of contents, then each section."""
+    from plotly.offline import get_plotlyjs
+
+    ids = _Ids()
+    body = [f"<h1>{_e(title)}</h1>"]
+    anchors = [(ids.new(s.slug), s) for s in sections]
+    body.append("<nav>" + " ".join(f'<a href="#{a}">{_e(s.title)}</a>' for a, s in anchors) + "</nav>")
+    for anchor, section in anchors:
+        body.append(render_section(section, anchor, ids))
+    now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>{_e(title)}</title>",
+        f'<meta name="generator" content="cmbench {__version__}">',
+        f"<style>{CSS}</style>",
+        # the plotting library, inlined: the page must work with no network
+        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        "</head>", "<body>", *body,
+        f'<p class="note">Written {now} by cmbench {__version__}; nothing was rerun.</p>',
+        "</body>", "</html>", ""])
+
+
+def render_section(section: Section, anchor: str, ids: "_Ids") -> str:
+    parts = [f'<section id="{anchor}">', f"<h2>{_e(plain(section.title))}</h2>"]
+    for reason in section.omitted:
+        parts.append(f'<p class="note">Left out: {_e(reason)}.</p>')
+    for page in section.pages:
+        if page.text is not None:
+            parts.append(render_text(page.text, section.title))
+        elif page.draw.__name__ == "draw_text_page":
+            continue  # a page continuing a text rendered whole on its first page
+        else:
+            render = RENDERERS.get(type(page.record), render_svg)
+            parts.append(render(page, ids.new(page.slug)))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+# -- text -----------------------------------------------------------------------------------
+def render_text(text, section_title: str) -> str:
+    """A flowed text's blocks (`layout.TextPages.blocks`) as HTML."""
+    parts = [] if text.title == section_title else [f"<h3>{_e(text.title)}</h3>"]
+    suite = text.title.startswith("Suite file")
+    lines: list[str] = []
+    for block in text.blocks:
+        if suite and block[0] == "para" and block[2] == "normal":
+            lines.append(block[1])  # the suite file's lines, as one preformatted block
+            continue
+        if block[0] == "heading":
+            parts.append(f"<h4>{_e(block[1])}</h4>")
+        elif block[0] == "para":
+            _, body, style, color = block
+            cls = "fail" if color != "black" else ("note" if style == "italic" else "")
+            parts.append(f'<p class="{cls}">{_e(body)}</p>' if cls else f"<p>{_e(body)}</p>")
+        elif block[0] == "table":
+            _, cols, rows = block
+            parts.append(_table([c.header for c in cols], rows,
+                                num=[i for i, c in enumerate(cols) if c.align == "right"]))
+    if lines:
+        parts.append('<pre class="suite">' + _e("\n".join(lines)) + "</pre>")
+    return "\n".join(parts)
+
+
+# -- figures ----------------------------------------------------------------------------------
+def _figure_head(title: str, subtitle: str = "") -> list[str]:
+    out = [f"<h3>{_e(plain(title))}</h3>"]
+    if subtitle:
+        out.append(f'<p class="note">{_e(plain(subtitle))}</p>')
+    return out
+
+
+def render_curves(page: Page, div: str) -> str:
+    """A `figures.CurvePage` as a grid of plotly panels (one per data set), notes below."""
+    rec: CurvePage = page.record
+    n = len(rec.panels)
+    ncols = min(n, 3)
+    nrows = -(-n // ncols)
+    fig = _Plot.grid(nrows, ncols, [_plain_title(p.title) for p in rec.panels])
+    shown: set[str] = set()
+    for k, panel in enumerate(rec.panels, start=1):
+        x = np.asarray(panel.x, dtype=float)
+        order = np.argsort(x)
+        xs = x[order]
+        centres = []
+        for m, (centre, half) in panel.curves.items():
+            centre = np.asarray(centre, float)[order]
+            half = np.asarray(half, float)[order]
+            if not np.isfinite(centre).any():
+                continue
+            centres.append(centre)
+            st = rec.styles[m]
+            band = np.isfinite(centre) & np.isfinite(half)
+            if band.any():
+                upper, lower = np.where(band, centre + half, np.nan), np.where(band, centre - half, np.nan)
+                fig.add(k, type="scatter", x=np.concatenate([xs, xs[::-1]]),
+                        y=np.concatenate([upper, lower[::-1]]), mode="lines", fill="toself",
+                        fillcolor=_rgba(st.color, 0.16), line={"width": 0}, hoverinfo="skip",
+                        legendgroup=m, showlegend=False, name=m, meta={"role": "band", "method": m})
+            fig.add(k, type="scatter", x=xs, y=centre, mode="lines+markers" if st.marker else "lines",
+                    name=m, legendgroup=m,
+                    showlegend=m not in shown,
+                    line={"color": st.color, "dash": DASHES.get(st.linestyle, "solid"), "width": 2},
+                    marker={"symbol": SYMBOLS.get(st.marker, "circle"), "size": 6},
+                    customdata=np.nan_to_num(half, nan=-1.0), meta={"role": "curve", "method": m},
+                    hovertemplate=(f"<b>{_e(m)}</b><br>{_e(panel.key or panel.title)}<br>"
+                                   f"{_e(plain(rec.xlabel))} %{{x:.4g}}<br>{_e(plain(rec.ylabel))} "
+                                   "%{y:.4g} ± %{customdata:.3g}<extra></extra>"))
+            shown.add(m)
+        # y range from the curves, not the bands: a band over two instances can be
+        # huge and would flatten every curve (zoom out to see it whole)
+        allc = np.concatenate(centres) if centres else np.array([0.0])
+        top = float(np.nanmax(allc)) if np.isfinite(allc).any() else 1.0
+        low = min(0.0, float(np.nanmin(allc))) if np.isfinite(allc).any() else 0.0
+        top = top * 1.15 if top > 0 else 1.0
+        if rec.floor_zero:
+            fig.axis("y", k)["range"] = [low, top]
+        # thresholds as lines with their label on hover (text on the plot would overlap)
+        for j, (label, value) in enumerate(panel.thresholds):
+            fig.add(k, type="scatter", x=[value, value], y=[low, top], mode="lines",
+                    name="recovery thresholds", legendgroup="recovery thresholds",
+                    showlegend="recovery thresholds" not in shown,
+                    line={"color": "#555", "width": 1, "dash": THRESHOLD_DASHES[j % len(THRESHOLD_DASHES)]},
+                    meta={"role": "threshold"},
+                    hovertemplate=f"{_e(plain(label))} = {value:.4g}<extra></extra>")
+            shown.add("recovery thresholds")
+        if rec.zero_line:
+            fig.add(k, type="scatter", x=[float(xs.min()), float(xs.max())], y=[0, 0], mode="lines",
+                    line={"color": "#333", "width": 1}, hoverinfo="skip", showlegend=False)
+        fig.axis("x", k)["title"] = {"text": _e(plain(rec.xlabel))}
+        fig.axis("y", k)["title"] = {"text": _e(plain(rec.ylabel))}
+    height = 380 * nrows + 150
+    plot_h = height - 150 - 50
+    fig.layout.update(height=height, hovermode="closest",
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 55 / plot_h,
+                              "xanchor": "left", "x": 0, "groupclick": "togglegroup"},
+                      margin={"t": 150, "l": 60, "r": 20, "b": 50})
+    notes = list(rec.notes)
+    for p in rec.panels:
+        if p.off_range:
+            notes.append(f"Recovery thresholds beyond the budgets shown ({p.key or p.title}): "
+                         f"{'; '.join(p.off_range)}.")
+    return "\n".join(_figure_head(rec.title, rec.subtitle) + [fig.to_html(div)]
+                     + [f'<p class="note">{_e(plain(n))}</p>' for n in notes])
+
+
+def render_runtime(page: Page, div: str) -> str:
+    """A `figures.RuntimePage` as a bar per method (mean seconds per ok cell, log axis)."""
+    rec: RuntimePage = page.record
+    keep = [i for i, v in enumerate(rec.overall) if np.isfinite(v)]
+    fig = _Plot({})
+    fig.data.append({"type": "bar", "x": [rec.methods[i] for i in keep], "y": [float(rec.overall[i]) for i in keep],
+                     "marker": {"color": [rec.styles[rec.methods[i]].color for i in keep]},
+                     "hovertemplate": "%{x}: %{y:.3g} s per cell<extra></extra>"})
+    fig.layout.update(height=360, yaxis={"title": {"text": "seconds per cell (mean over ok cells)"}, "type": "log"},
+                      margin={"t": 30, "l": 60, "r": 20, "b": 100})
+    rows = [[runtime_label(m, v).replace("\n", ", ")] + [fmt_num(t) for t in rec.per_dataset[i]]
+            for i, (m, v) in enumerate(zip(rec.methods, rec.overall))]
+    return "\n".join(_figure_head(f"{rec.experiment}: runtime per method",
+                                   f"Seconds recorded per cell (data set, instance, adversary, budget) for each "
+                                   f"method; {rec.timeouts} timed-out and {rec.failures} failed cells are left out.")
+                      + [fig.to_html(div), _table(["method, mean seconds per ok cell"] + rec.datasets, rows,
+                                                  num=range(1, len(rec.datasets) + 1))])
+
+
+def render_cd(page: Page, div: str) -> str:
+    """A `significance.CdPage`: its caption and the diagram as inline SVG."""
+    from ..content.significance import cd_diagram
+
+    rec: CdPage = page.record
+    return "\n".join(_figure_head(rec.title, rec.caption)
+                      + [f'<div class="cd" id="{div}">{_svg(lambda: cd_diagram(rec.result), div)}</div>'])
+
+
+def render_svg(page: Page, div: str) -> str:
+    """Any other figure record: the inline SVG of its matplotlib drawing (the PDF's page)."""
+    title = getattr(page.record, "title", None) or page.slug
+    return "\n".join([f"<h3>{_e(plain(str(title)))}</h3>",
+                      f'<div class="figure" id="{div}">{_svg(lambda: page.draw(page.record), div)}</div>'])
+
+
+#: figure record type -> its HTML renderer; a record type not listed renders as SVG (`render_svg`)
+RENDERERS: dict[type, Callable[[Page, str], str]] = {
+    CurvePage: render_curves, RuntimePage: render_runtime, CdPage: render_cd}
+
+
+def _svg(draw: Callable, prefix: str) -> str:
+    import matplotlib
+
+    from ..style import RC
+
+    # Text as SVG text, not outlines: the browser sets it (it can be selected and searched)
+    with matplotlib.rc_context({**RC, "svg.fonttype": "none"}):
+        fig = draw()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.clear()
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
+    # matplotlib numbers its element ids per figure (figure_1, axes_1, ...): prefixed with the
+    # figure's own id, they stay unique among the page's inline figures
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    return re.sub(r"#([A-Za-z_][\w.-]*)",
+                  lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
+
+
+class _Ids:
+    """Element ids unique in the page: a repeated slug (two cubes of one experiment name) gets -2, -3."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def new(self, name: str) -> str:
+        base = slug(name, "x")
+        n = self.seen.get(base, 0) + 1
+        self.seen[base] = n
+        return base if n == 1 else f"{base}-{n}"
+
+
+# -- plotly figures as plain JSON ------------------------------------------------------------
+class _Plot:
+    """A plotly figure as plain dicts (``data``: traces, ``layout``), written with plotly.js.
+
+    plotly's Python figure objects validate every property on every assignment;
+    the page needs only the JSON. Grids of panels use plotly.js's own layout
+    grid (``layout.grid``), with each panel's title as an annotation above it.
+    """
+
+    CONFIG = {"displaylogo": False, "responsive": True}
+
+    def __init__(self, layout: dict) -> None:
+        self.data: list[dict] = []
+        self.layout = layout
+
+    @classmethod
+    def grid(cls, rows: int, cols: int, titles: Sequence[str]) -> "_Plot":
+        layout = {"grid": {"rows": rows, "columns": cols, "pattern": "independent", "roworder": "top to bottom",
+                           "xgap": 0.18, "ygap": 0.45 if rows > 1 else 0.2}}
+        plot = cls(layout)
+        plot.titles = list(titles)
+        return plot
+
+    def add(self, k: int, **trace) -> None:
+        """Add a trace to subplot ``k`` (1-based, row by row)."""
+        suffix = "" if k == 1 else str(k)
+        self.data.append(dict(trace, xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
+
+    def axis(self, letter: str, k: int) -> dict:
+        """Subplot ``k``'s x or y axis settings (made when absent)."""
+        return self.layout.setdefault(f"{letter}axis{'' if k == 1 else k}", {})
+
+    def to_html(self, div_id: str) -> str:
+        import plotly.io as pio
+
+        layout = dict(self.layout, template=_template())
+        titles = getattr(self, "titles", [])
+        if titles:
+            layout["annotations"] = [
+                {"text": t, "showarrow": False, "xref": f"x{'' if k == 1 else k} domain",
+                 "yref": f"y{'' if k == 1 else k} domain", "x": 0.5, "y": 1.0, "xanchor": "center",
+                 "yanchor": "bottom", "font": {"size": 13}} for k, t in enumerate(titles, start=1)]
+        return pio.to_html({"data": self.data, "layout": layout}, validate=False, full_html=False,
+                           include_plotlyjs=False, div_id=div_id, config=self.CONFIG)
+
+
+@functools.lru_cache(maxsize=None)
+def _template() -> dict:
+    import plotly.io as pio
+
+    return pio.templates["plotly_white"].to_plotly_json()
+
+
+# -- helpers ------------------------------------------------------------------------------
+def _table(header: Sequence[str], rows: Sequence[Sequence], num: Sequence[int] = ()) -> str:
+    """An HTML table; a cell given as (text, best) is bold when best."""
+    num = set(num)
+    out = ["<table><thead><tr>"
+           + "".join(f'<th{" class=num" if i in num else ""}>{_e(h)}</th>' for i, h in enumerate(header))
+           + "</tr></thead><tbody>"]
+    for row in rows:
+        cells = []
+        for i, v in enumerate(row):
+            best = False
+            if isinstance(v, tuple):
+                v, best = v
+            cls = " ".join(c for c, on in (("num", i in num), ("best", best)) if on)
+            cells.append(f'<td{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{_e(v)}</td>')
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _e(value) -> str:
+    return html.escape(str(value))
+
+
+def _plain_title(text: str) -> str:
+    """A matplotlib title (mathtext, newlines) as plotly text."""
+    text = str(text).replace("$\\epsilon$", "ε").replace("$\\rho$", "ρ").replace("$\\alpha$", "α")
+    text = re.sub(r"\$([^$]*)\$", r"\1", text).replace("\\", "")
+    return html.escape(text).replace("\n", "<br>")
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"

@@ -1,0 +1,167 @@
+"""The PDF report: the pages of `model.build_report`, drawn with matplotlib.
+
+Pages whose record is kept in a page cache (`pagecache`) are copied from the
+document they were drawn into; the others are drawn by the strategy the caller
+passes (`drawing.draw_here` or a `drawing.Pool`), and the report is merged
+from those documents with pypdf.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import os
+from pathlib import Path
+from typing import Sequence
+
+import xarray as xr
+
+from ...version import __version__
+from . import drawing
+from . import pagecache
+from .drawing import Strategy
+from ..layout import slug, Page
+from ..load import Cube, load_cube, load_cubes
+from ..model import build_report, default_title, flatten
+from .pagecache import PageCache
+from .writing import check_out, write_bytes
+
+__all__ = ["write_report", "build_pages", "default_title"]
+
+
+def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.PathLike, *,
+                 baseline: str | os.PathLike | xr.Dataset | None = None,
+                 png_dir: str | os.PathLike | None = None, title: str | None = None,
+                 page_cache: str | os.PathLike | None = None, draw: Strategy | None = None,
+                 sections=None) -> Path:
+    """Write a PDF report of results cubes.
+
+    Parameters
+    ----------
+    cubes : netCDF paths, ``xarray.Dataset`` objects or loaded `load.Cube` objects,
+        one per experiment.
+    out : the PDF to write (parent folders are made); written whole to a
+        temporary name beside it and renamed, so a failed report leaves no half file.
+    baseline : a cube to compare against; each cube sharing method labels and
+        coordinates with it gets difference pages.
+    png_dir : also write each figure (error curves, runtime, baseline
+        differences) as a PNG there, for READMEs and slides.
+    title : first-page title; default "cmbench report: <suite>".
+    page_cache : a folder of drawn pages (`pagecache`): a page whose record
+        is found there is copied instead of drawn, and the pages drawn now are
+        kept there.
+    draw : how the pages not kept are drawn (`drawing`); default: in this process.
+    sections : the report model (`model.build_report`) when the caller built it
+        already (for the HTML too); else it is built here.
+
+    Returns
+    -------
+    The path of the PDF.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        ``out`` cannot be written, or a cube cannot be read or lacks a dimension,
+        variable or label; the message names the file.
+    """
+    cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
+    out = check_out(out, [*cubes, baseline], kind="pdf")
+    png = Path(png_dir) if png_dir is not None else None
+    if png is not None:
+        from ...output import writable_folder
+
+        writable_folder(png, "PNG folder")
+    if sections is None:
+        loaded = load_cubes(cubes)
+        base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
+        title = default_title(loaded) if title is None else title
+        sections = build_report(loaded, title=title, baseline=base)
+    pages = flatten(sections)
+    meta = {
+        "Title": title,
+        "Author": f"cmbench {__version__}",
+        "Subject": "Robust mean estimation under coordinate-level corruption: "
+                   + ", ".join(s.slug[: -len("-curves")] for s in sections if s.slug.endswith("-curves")),
+        "Keywords": "cmbench; robust mean estimation; coordinate-level corruption",
+        "Creator": "cmbench.report",
+        "CreationDate": _dt.datetime.now(_dt.timezone.utc),
+    }
+    if png is not None:
+        blob = _draw_with_png(pages, png, meta)
+    else:
+        blob = _merged(pages, meta, PageCache(Path(page_cache)) if page_cache is not None else None,
+                       name=out.name, draw=draw or drawing.draw_here)
+    write_bytes(out, blob)
+    return out
+
+
+def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = None) -> list[Page]:
+    """Every page of the report, in order (the PDF's pages of `model.build_report`)."""
+    return flatten(build_report(cubes, title=title, baseline=baseline))
+
+
+def _draw_with_png(pages: Sequence[Page], png: Path, meta: dict) -> bytes:
+    import matplotlib
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    from ..style import RC
+
+    used: set[str] = set()
+    buf = io.BytesIO()
+    with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
+        for page in pages:
+            pdf.savefig(page.fig)
+            if page.png:
+                name = slug(page.slug, "figure")
+                stem, k = name, 2
+                while name in used:
+                    name, k = f"{stem}-{k}", k + 1
+                used.add(name)
+                page.fig.savefig(png / f"{name}.png", dpi=150)
+            page.release()
+    return buf.getvalue()
+
+
+def _merged(pages: Sequence[Page], meta: dict, cache: PageCache | None, name: str, draw: Strategy) -> bytes:
+    """The PDF, drawing only the pages whose record digest ``cache`` does not hold.
+
+    The pages drawn now come back as one document per drawing process, which
+    the cache keeps; the report is merged from them and the documents that
+    hold the other pages. A report whose pages were all drawn now into one
+    document is that document itself.
+    """
+    salt = pagecache.salt()
+    digests = [pagecache.record_digest(p, salt) for p in pages]
+    found = [cache.find(d) if cache is not None else None for d in digests]
+    todo = [i for i, loc in enumerate(found) if loc is None]
+    drawn = draw([(i, pages[i]) for i in todo], meta)
+    if len(drawn) == 1 and len(todo) == len(pages):
+        if cache is not None:
+            cache.add(drawn[0][1], [digests[i] for i in drawn[0][0]])
+            cache.save(name, digests)
+        return drawn[0][1]
+    import pypdf
+
+    docs: dict[str, bytes] = {}
+    where: dict[int, tuple[str, int]] = {}
+    for indices, blob in drawn:
+        doc = cache.add(blob, [digests[i] for i in indices]) if cache is not None else f"drawn-{len(docs)}"
+        docs[doc] = blob
+        where.update((i, (doc, k)) for k, i in enumerate(indices))
+    readers: dict = {}
+    writer = pypdf.PdfWriter()
+    for i in range(len(pages)):
+        doc, k = found[i] if found[i] is not None else where[i]
+        if doc not in readers:
+            readers[doc] = pypdf.PdfReader(io.BytesIO(docs[doc] if doc in docs else cache.document(doc)))
+        writer.add_page(readers[doc].pages[k])
+    dedupe = getattr(writer, "compress_identical_objects", None)  # pypdf >= 4.3
+    if dedupe is not None:
+        dedupe()
+    created = meta["CreationDate"].strftime("D:%Y%m%d%H%M%SZ")
+    writer.add_metadata({f"/{k}": v for k, v in meta.items() if k != "CreationDate"}
+                        | {"/CreationDate": created, "/Producer": f"matplotlib pdf backend, pypdf {pypdf.__version__}"})
+    buf = io.BytesIO()
+    writer.write(buf)
+    if cache is not None:
+        cache.save(name, digests)
+    return buf.getvalue()

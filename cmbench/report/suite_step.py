@@ -1,0 +1,103 @@
+"""The report step of a suite run: its PDF and HTML, drawn only when their cubes or the report code changed.
+
+`cmbench suite` and `cmbench.run_suite` call `write_suite_reports` once the
+runner has written the cubes. A rerun that changed no cube finds each report
+stamped (in the suite's cache folder) with a digest of what it was drawn from
+and the SHA-256 of the file written, and leaves it alone without loading any
+plotting library; a deleted, edited or replaced report is always drawn anew.
+When a report must be drawn, the report model (`model.build_report`) is built
+once from the cubes read back from disk; the PDF's pages come from the page
+cache (`pagecache`) wherever their record did not change, the others are drawn
+in a process pool (`drawing.Pool`), and the HTML renders the same model.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from pathlib import Path
+
+from ..files import PAGES
+from ..output import inside
+from ..stamps import Stamps
+from .render.pagecache import code_digest
+
+#: the stamps of drawn reports (`cmbench.stamps.Stamps`), in the cache folder's ``pages`` folder
+STAMPS = "reports.json"
+
+
+def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers: int = 1) -> list[Path]:
+    """Draw the PDF and HTML reports of a finished run, unless those on disk were drawn from these cubes.
+
+    Parameters
+    ----------
+    outputs : `cmbench.runner.RunOutputs` (read by attribute: ``cubes``,
+        ``digests``, ``report``, ``cache``): the cubes a run wrote, their
+        content digests, the reports' path without suffix, the cache folder.
+    pdf, html : which reports to write.
+    workers : with more than 1, the PDF's pages are drawn in up to this many
+        processes (`drawing.Pool`). The reports are the same as with 1.
+
+    Returns
+    -------
+    The report paths (``<report>.pdf``, ``<report>.html``), written or already current.
+
+    Raises
+    ------
+    cmbench.errors.UserError
+        A report path lies outside the output folder, or a cube cannot be read.
+    """
+    stem = Path(outputs.report)
+    cache = Path(outputs.cache)
+    digest = hashlib.sha256("\x1f".join([*outputs.digests, code_digest()]).encode()).hexdigest()
+    stamps = Stamps(cache / PAGES / STAMPS)
+    cubes = [Path(c) for c in outputs.cubes]
+    paths = {kind: inside(stem.parent, stem.with_name(f"{stem.name}.{kind}"))
+             for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
+    todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
+    if todo:
+        _draw(cubes, list(outputs.digests), todo, cache / PAGES, workers, stamps, digest)
+    return list(paths.values())
+
+
+def report_step(workers: int, scheduler: str | None = None):
+    """The report step of a suite run (its ``then``, `cmbench.runner.run_suite`):
+    `write_suite_reports` with as many drawing processes as the run had."""
+    def draw(outputs) -> list[Path]:
+        return write_suite_reports(outputs, workers=max(workers, 1))
+
+    return draw
+
+
+def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, workers: int, stamps: Stamps,
+          digest: str) -> None:
+    """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
+    the cubes' content digests."""
+    from .render.drawing import Pool, draw_here
+    from .load import load_cubes
+    from .model import build_report, default_title
+
+    loaded = load_cubes(cubes)
+    for cube, content in zip(loaded, contents):
+        cube.digest = content
+    title = default_title(loaded)
+    sections = build_report(loaded, title=title)
+    if "pdf" in todo:
+        from .render.pdf import write_report
+
+        with Pool(workers) if workers > 1 else contextlib.nullcontext(draw_here) as draw:
+            write_report(loaded, todo["pdf"], page_cache=pages, draw=draw, title=title, sections=sections)
+        stamps.record(todo["pdf"], digest)
+        stamps.save()
+    if "html" in todo:
+        from .render.html import write_html
+
+        write_html(loaded, todo["html"], title=title, sections=sections)
+        stamps.record(todo["html"], digest)
+        stamps.save()
+
+
+def clear(cache: Path) -> int:
+    """Delete the stamps and drawn pages kept in ``cache``; return the files deleted."""
+    from .render.pagecache import clear as clear_pages
+
+    return clear_pages(Path(cache) / PAGES)

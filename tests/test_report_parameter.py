@@ -1,0 +1,63 @@
+"""Error against a numeric data-set parameter (``report_x``), the "sampling error" reference
+(``inlier_l2``) and the mean (sd) table, on a cube built as the runner writes one with
+parameters as coordinates."""
+from __future__ import annotations
+
+import numpy as np
+
+from cmbench.report import write_report
+from cmbench.report.render.html import write_html
+from cmbench.report.load import load_cube
+from cmbench.report.model import build_report
+
+from test_report import make_cube, pdf_pages_text, squash
+
+DIMS = (100, 200, 300)
+
+
+def _by_d(inliers: bool = True):
+    ds = make_cube(datasets=tuple(f"gaussian.d_{d}" for d in DIMS), adversaries=("replace-mixture",),
+                   budgets=(0.05, 0.1), instances=3)
+    ds = ds.assign_coords(dataset_d=("dataset", np.array(DIMS, float)))
+    ds.attrs["report_x"] = "dataset.d"
+    if inliers:
+        shape = tuple(ds.sizes[d] for d in ("dataset", "instance", "adversary", "budget"))
+        ds["inlier_l2"] = (("dataset", "instance", "adversary", "budget"), np.full(shape, 0.02))
+    return ds
+
+
+def test_curves_are_drawn_against_the_parameter_one_panel_per_budget(tmp_path):
+    ds = _by_d()
+    sections = build_report([load_cube(ds)], title="t")
+    curves = next(s for s in sections if s.slug == "synthetic-curves")
+    assert curves.title == "synthetic: error versus d"
+    page = next(p for p in curves.pages if p.slug.endswith("-l2-by-d"))
+    rec = page.record
+    assert rec.xlabel == "d" and len(rec.panels) == 2  # one per budget
+    assert list(rec.panels[0].x) == list(DIMS)
+    assert rec.panels[0].curves["sampling error"][0].tolist() == [0.02] * 3
+    maha = next(p for p in curves.pages if p.slug.endswith("-mahalanobis-by-d")).record
+    assert "sampling error" not in maha.panels[0].curves  # the reference is an l2 error
+    text = squash(" ".join(pdf_pages_text(write_report([ds], tmp_path / "r.pdf"))))
+    assert squash("l2 error versus d, adversary replace-mixture") in text
+    assert squash("mean (sd) per data set and method") in text and squash("d = 300") in text
+    page = write_html([ds], tmp_path / "r.html").read_text()
+    assert "sampling error" in page and 'id="synthetic-mean-sd"' in page
+
+
+def test_mean_sd_table_gives_each_method_per_data_set():
+    ds = _by_d(inliers=False)
+    sections = build_report([load_cube(ds)], title="t")
+    table = next(s for s in sections if s.slug == "synthetic-mean-sd").pages[0].text
+    rows = [row for b in table.blocks if b[0] == "table" for row in b[2]]
+    l2 = ds["l2"].sel(recoverer="none", estimator="mean", adversary="replace-mixture", budget=0.05)
+    first = l2.sel(dataset="gaussian.d_100").values
+    from cmbench.report.content.tables import fmt_num
+    want = f"{fmt_num(first.mean())} ({fmt_num(first.std(ddof=1))})"
+    assert any(want in row for row in rows)
+
+
+def test_a_cube_without_report_x_keeps_its_budget_curves():
+    sections = build_report([load_cube(make_cube())], title="t")
+    assert next(s for s in sections if s.slug == "synthetic-curves").title == "synthetic: error versus budget"
+    assert not any(s.slug.endswith("-mean-sd") for s in sections)
