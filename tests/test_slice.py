@@ -117,7 +117,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, suite_path):
     first = next(line for line in lines if line.startswith("first "))
     assert first.split()[:5] == ["first", "18", "0", "6", "0"]  # 2 adversaries x 3 budgets x 3 estimators
     assert "22 cells, 0 cached, 22 to compute" in result.output
-    assert "gauss: 1000 x 16" in result.output and "nominal" in result.output
+    assert "gauss: 60 x 16" in result.output and "from its parameters" in result.output  # N = 60, not the nominal 1000
     run_suite(suite_path, out=out, report=False, experiments=["second"])
     result = invoke("suite", suite_path, "--out", out, "--dry-run", "--experiment", "second")
     assert "4 cells, 4 cached, 0 to compute" in result.output

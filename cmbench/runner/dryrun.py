@@ -87,9 +87,10 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
             info = store.info(info_key(suite.seed, entry, exp.instances[0]))
             if info and info.get("shape"):
                 seen[entry.label] = (tuple(info["shape"]), "as last loaded")
-            elif _data_size(entry):
-                seen[entry.label] = (_data_size(entry), "from its parameters" if callable(entry.decl.shape)
-                                     else "nominal")
+            elif _data_size(entry):  # what the suite's parameters say (N, d, blocks), as the size check reads it
+                size = tuple(_data_size(entry))
+                nominal = None if callable(entry.decl.shape) else tuple(entry.decl.shape or ())
+                seen[entry.label] = (size, "nominal" if size == nominal else "from its parameters")
             else:
                 seen[entry.label] = (None, "unknown until loaded")
     result.datasets = sorted(((label, shape, where) for label, (shape, where) in seen.items()),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...errors import UserError
-from ...files import atomic_write
+from ...files import check_target, replaced
 
 __all__ = ["check_out", "write_bytes", "SUFFIXES"]
 
@@ -30,19 +30,16 @@ def check_out(out: str | os.PathLike, inputs: Sequence = (), *, kind: str) -> Pa
         that is not a ``kind`` report (by suffix), or its folder cannot be made.
     """
     out = Path(out)
-    try:
-        from ...files import check_target  # the path guard shared by every writer, once it exists
-    except ImportError:
-        check_target = None
     if out.is_dir():
         raise UserError(f"{out}: is a folder; give the report's file name with -o")
     if out.exists():
         for item in inputs:
             if isinstance(item, (str, os.PathLike)) and Path(item).exists() and os.path.samefile(item, out):
                 raise UserError(f"refusing to write the report over its input {item}; choose another -o")
-    if check_target is not None:
-        out = Path(check_target(out, inputs=[i for i in inputs if isinstance(i, (str, os.PathLike))],
-                                kind=kind))
+    out = Path(check_target(out, inputs=[i for i in inputs if isinstance(i, (str, os.PathLike))], kind=kind))
+    blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise UserError(f"{out}: {blocker} is a file, not a folder")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -62,7 +59,8 @@ def write_bytes(out: Path, blob: bytes) -> None:
     """
     _remove_stale(out)
     try:
-        atomic_write(out, blob)
+        with replaced(out, prefix=f".{out.name}.", suffix=".tmp") as tmp:  # the mode a plain open gives
+            tmp.write_bytes(blob)
     except OSError as exc:
         raise UserError(f"{out}: cannot write the report: {exc.strerror or exc}") from None
 
