@@ -185,7 +185,7 @@ def check(ds: "xr.Dataset", source: str) -> None:
 
 def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapping,
           metrics: Sequence[str] = METRIC_VARS,
-          params: Optional[Mapping[str, Mapping[str, list]]] = None) -> xr.Dataset:
+          params: Optional[Mapping[str, Mapping[str, list]]] = None, inliers: bool = False) -> xr.Dataset:
     """Assemble a cube from unit results keyed by (dataset, instance, adversary, budget).
 
     Parameters
@@ -197,6 +197,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
         ``l2`` and ``mahalanobis``, which every cube holds.
     params : ``{dim: {param: [value per label]}}`` (`cmbench.suite.Experiment.parameters`):
         each becomes the coordinate ``<dim>_<param>`` along ``dim`` (`param_coords`).
+    inliers : keep ``inlier_l2`` (where a metric of the experiment asks for the inliers' mean).
     """
     import xarray as xr
 
@@ -227,7 +228,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
                     cell[v][i] = c.get(v, np.nan)
     data_vars = {v: (DIMS, a) for v, a in cell.items()}
     data_vars.update({v: (RECOVERY_DIMS, a) for v, a in rec.items()})
-    data_vars.update({v: (UNIT_DIMS, a) for v, a in cor.items()})
+    data_vars.update({v: (UNIT_DIMS, a) for v, a in cor.items() if inliers or v != "inlier_l2"})
     data_vars["status"] = (DIMS, status.astype(str))
     data_vars["error"] = (DIMS, error.astype(str))
     data_vars["traceback"] = (DIMS, tb.astype(str))

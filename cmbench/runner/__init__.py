@@ -453,8 +453,11 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
     }
     if exp.report_x:  # the report draws error against this parameter (`[experiment.report] x`)
         attrs["report_x"] = exp.report_x
+    # the inliers' error is a reference only where whole rows are replaced and a metric measures
+    # against it; under coordinate-level corruption the untouched rows are a biased subset
+    inliers = any("inlier_mean" in (getattr(m.decl, "inputs", None) or ()) for m in exp.metric_entries)
     return cubes.build(coords, results, attrs, metrics=[m.label for m in exp.metric_entries],
-                       params=exp.parameters())
+                       params=exp.parameters(), inliers=inliers)
 
 
 def suite_text(suite: Suite) -> str:
