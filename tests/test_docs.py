@@ -59,3 +59,32 @@ def test_every_hook_is_documented_in_the_readme_with_what_it_returns(hook):
     assert rows, f"hook {hook} (cmbench/hookspecs.py) is not in README.md's 'Writing a plugin' section"
     assert any(f"`{declared}`" in row for row in rows), \
         f"README.md names hook {hook} but not, on the same line, what it returns ({declared})"
+
+
+def test_the_readme_command_table_names_every_command_and_option():
+    """README.md's "Command line" section: every command of `cmbench` and each of its options
+    (either form of a --x/--no-x pair), found from the click group itself."""
+    import click
+
+    from cmbench.cli import main
+
+    match = re.search(r"^## Command line\n(.*?)(?=^## |\Z)", README.read_text(), flags=re.S | re.M)
+    assert match, f"{README} has no '## Command line' section"
+    section = match.group(1)
+
+    def walk(group, prefix):
+        for name, command in group.commands.items():
+            yield f"{prefix} {name}", command
+            if isinstance(command, click.Group):
+                yield from walk(command, f"{prefix} {name}")
+
+    missing = []
+    for path, command in walk(main, "cmbench"):
+        words = path.split()
+        if not re.search(r"`cmbench " + r"\s.*?".join(map(re.escape, words[1:])), section):
+            missing.append(path)
+        for param in command.params:
+            forms = [o for o in (*param.opts, *param.secondary_opts) if o.startswith("-")]
+            if forms and not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", section) for o in forms):
+                missing.append(f"{path} {'/'.join(forms)}")
+    assert not missing, f"README.md's command table misses: {missing}"
