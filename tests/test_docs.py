@@ -88,3 +88,15 @@ def test_the_readme_command_table_names_every_command_and_option():
             if forms and not any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", section) for o in forms):
                 missing.append(f"{path} {'/'.join(forms)}")
     assert not missing, f"README.md's command table misses: {missing}"
+
+
+def test_the_readme_builtins_table_names_every_builtin_component(monkeypatch):
+    """README.md's table of built-ins lists every component the built-in plugins register."""
+    from cmbench.plugins import AUTOLOAD_ENV, SINGULAR, load_plugins
+
+    monkeypatch.setenv(AUTOLOAD_ENV, "1")  # the built-ins only, not what else is installed
+    table = README.read_text().split("| kind | built-ins |", 1)[1].split("\n\n", 1)[0]
+    registry = load_plugins(())
+    missing = [f"{SINGULAR[kind]} {name}" for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
+               for name in registry.kind(kind) if f"`{name}`" not in table]
+    assert not missing, f"README.md's built-ins table misses: {missing}"
