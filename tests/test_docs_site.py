@@ -138,9 +138,6 @@ def test_the_paper_page_states_every_claim_of_the_paper_suite():
 def test_the_tutorial_notebook_runs_in_a_fresh_kernel(tmp_path):
     """The notebook of issue 33's "Done when": an estimator defined in a cell, a suite given as a
     dict with a grid over N, error plotted against p_dataset_N, the ranking and the claims."""
-    if not hasattr(cmbench, "rank"):
-        pytest.skip("needs the notebook API (cmbench.rank, run_suite with a dict and plugin objects, "
-                    "p_* columns): remove this skip once it is merged")
     import nbformat
     from nbclient import NotebookClient
 
