@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email.parser
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -27,7 +28,13 @@ def dist(tmp_path_factory) -> Path:
     environment rather than a download, so the test runs offline.
     """
     out = tmp_path_factory.mktemp("dist")
-    run = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+    # A copy without what earlier builds and installs leave behind: setuptools reads an existing
+    # *.egg-info/SOURCES.txt and build/ back, which can hide a package missing from `packages`.
+    source = tmp_path_factory.mktemp("source") / "cmbench"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "venv", "build", "dist", "site", "*.egg-info", "__pycache__", ".hypothesis",
+        ".pytest_cache", "reports"))
+    run = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
                          capture_output=True, text=True)
     assert run.returncode == 0, f"python -m build failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     return out
@@ -76,6 +83,9 @@ def test_the_wheel_holds_the_typing_marker_the_suites_and_the_builtin_data(dist)
     assert suites and {f"cmbench/suites/{s}" for s in suites} <= names
     data = {p.name for p in (ROOT / "plugins" / "data").iterdir() if p.suffix in (".npz", ".md")}
     assert data and {f"cmbench/builtins/data/{d}" for d in data} <= names
+    modules = {f"cmbench/{p.relative_to(ROOT / 'cmbench').as_posix()}" for p in (ROOT / "cmbench").rglob("*.py")}
+    missing = sorted(modules - names)
+    assert not missing, f"modules of the source missing from the wheel (pyproject's `packages`?): {missing}"
     plugins = {p.name for p in (ROOT / "plugins").glob("*.py")}
     assert {f"cmbench/builtins/{p}" for p in plugins} <= names
     assert not [n for n in names if n.startswith(("plugins/", "suites/", "tests/"))], \
