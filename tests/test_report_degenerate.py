@@ -114,3 +114,17 @@ def test_no_module_of_the_report_imports_another_in_a_circle():
         if m not in state:
             visit(m, [m])
     assert "render.pdf" in graph and "content.figures" in graph["model"]
+
+
+def test_reports_hold_no_absolute_path_and_no_host(tmp_path):
+    ds = make_cube()
+    ds.attrs["suite_file"] = str(tmp_path / "suites" / "mine.toml")
+    ds.attrs["host"] = "secret-host"
+    cube = tmp_path / "deep" / "folder" / "synthetic.nc"
+    cube.parent.mkdir(parents=True)
+    ds.to_netcdf(cube, engine="netcdf4")
+    pdf = " ".join(pdf_pages_text(write_report([cube], tmp_path / "r.pdf")))
+    page = write_html([cube], tmp_path / "r.html").read_text()
+    for text in (squash(pdf), squash(page)):
+        assert squash(str(tmp_path)) not in text and "secret-host" not in text
+        assert "mine.toml" in text and "synthetic.nc" in text

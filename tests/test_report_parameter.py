@@ -3,6 +3,8 @@
 parameters as coordinates."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from cmbench.report import write_report
@@ -20,6 +22,8 @@ def _by_d(inliers: bool = True):
                    budgets=(0.05, 0.1), instances=3)
     ds = ds.assign_coords(dataset_d=("dataset", np.array(DIMS, float)))
     ds.attrs["report_x"] = "dataset.d"
+    ds.attrs["adversaries_info"] = json.dumps({"replace-mixture": {"name": "replace-mixture", "level": "sample",
+                                                                   "mode": "replace"}})
     if inliers:
         shape = tuple(ds.sizes[d] for d in ("dataset", "instance", "adversary", "budget"))
         ds["inlier_l2"] = (("dataset", "instance", "adversary", "budget"), np.full(shape, 0.02))
@@ -61,3 +65,18 @@ def test_a_cube_without_report_x_keeps_its_budget_curves():
     sections = build_report([load_cube(make_cube())], title="t")
     assert next(s for s in sections if s.slug == "synthetic-curves").title == "synthetic: error versus budget"
     assert not any(s.slug.endswith("-mean-sd") for s in sections)
+
+
+def test_the_sampling_error_is_drawn_for_sample_level_adversaries_only():
+    """A value- or coordinate-level adversary touches most rows: the rows it left are no reference."""
+    ds = make_cube()  # value level
+    ds["inlier_l2"] = (("dataset", "instance", "adversary", "budget"),
+                       np.full(tuple(ds.sizes[d] for d in ("dataset", "instance", "adversary", "budget")), 0.02))
+    pages = [p for s in build_report([load_cube(ds)], title="t") for p in s.pages]
+    assert not any("sampling error" in getattr(p.record, "panels", [None])[0].curves
+                   for p in pages if hasattr(p.record, "panels"))
+    sample = _by_d()
+    del sample.attrs["report_x"]  # budget curves, a sample-level adversary: the reference is drawn
+    pages = [p for s in build_report([load_cube(sample)], title="t") for p in s.pages
+             if p.slug.endswith("-l2") and hasattr(p.record, "panels")]
+    assert pages and all("sampling error" in p.record.panels[0].curves for p in pages)

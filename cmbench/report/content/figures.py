@@ -54,8 +54,14 @@ SAMPLING_STYLE = LineStyle("#000000", "", ":")
 
 def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
     """The mean over instances of ``inlier_l2`` (the l2 error of the mean of the rows the adversary
-    left untouched) under ``adversary``, dims (dataset, budget); None when the cube lacks it."""
-    if "inlier_l2" not in cube.ds.data_vars:
+    left untouched) under ``adversary``, dims (dataset, budget); None when the cube lacks it or
+    the adversary is not sample-level.
+
+    Only a sample-level adversary leaves its inliers whole: their mean's error is then the
+    sampling error no robust estimator is expected to beat (DKK17's reference curve). A value-
+    or coordinate-level adversary touches most rows, and the few it leaves are no reference.
+    """
+    if "inlier_l2" not in cube.ds.data_vars or cube.level(adversary) != "sample":
         return None
     v = cube.ds["inlier_l2"].sel(adversary=adversary)
     v = v.where(np.isfinite(v))

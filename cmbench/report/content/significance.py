@@ -240,7 +240,9 @@ def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
             f"Friedman p = {result.p_value:.3g} over N = {result.n_blocks} "
             f"(data set, instance) blocks, k = {len(result.methods)} methods; {POST_HOC} "
             f"CD = {result.cd:.3g} at alpha = {alpha:g}. Average rank, 1 = best; a bar joins "
-            f"methods not significantly different.", 150)
+            f"methods not significantly different. These are the test's ranks of the methods' scores "
+            f"per block; the report's ranking (the ranking table, the terminal) is by average rank "
+            f"over the (data set, adversary, budget) cells.", 150)
         pages.append(Page(f"{cube.experiment}-cd-{metric}",
                           CdPage(f"{cube.experiment}: critical-difference diagram ({what})", caption, result),
                           draw_cd_page))

@@ -4,16 +4,17 @@ A drawing strategy is a callable ``draw(pages, meta) -> [(page indices, PDF byte
 taking ``(index, Page)`` pairs; `pdf.write_report` is handed one and merges the
 documents it returns. `draw_here` draws every page in this process, in one
 document; `Pool` spreads the pages over worker processes of a
-`concurrent.futures.ProcessPoolExecutor`, one document per worker, started with
-``forkserver`` where the platform has it (its server imports matplotlib's PDF
-backend and the drawing modules once, `multiprocessing.set_forkserver_preload`),
-else ``spawn``; a worker ends with the process that started it. A worker that raises makes `Pool.__call__` raise that error; one
-that dies raises `concurrent.futures.process.BrokenProcessPool`.
+`concurrent.futures.ProcessPoolExecutor`, one document per worker, started by
+cmbench's forkserver where the platform has it, else spawned
+(`cmbench.forking.context`, asked to preload matplotlib's PDF backend and the
+drawing modules: a forkserver started by this call imports them once); a worker
+ends with the process that owns the pool (`cmbench.forking.exit_with_parent`).
+A worker that raises makes `Pool.__call__` raise that error; one that dies
+raises `concurrent.futures.process.BrokenProcessPool`.
 """
 from __future__ import annotations
 
 import io
-import multiprocessing as mp
 import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Sequence
@@ -64,26 +65,6 @@ def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Pag
     return [g for g in groups if g]
 
 
-def _watch_owner(owner: int, interval: float = 0.5) -> None:
-    """A worker ends once the process that owns its pool is gone, even killed by SIGKILL: it
-    would otherwise wait for work for ever (and keep the forkserver alive with it)."""
-    import os
-    import threading
-    import time
-
-    def watch() -> None:
-        while True:
-            time.sleep(interval)
-            try:
-                os.kill(owner, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:  # a pid reused by another user's process: the owner is gone
-                os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="cmbench-owner-watch").start()
-
-
 class Pool:
     """``workers`` processes that draw pages; a context manager (the pool ends on exit).
 
@@ -97,13 +78,11 @@ class Pool:
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            if "forkserver" in mp.get_all_start_methods():
-                ctx = mp.get_context("forkserver")
-                ctx.set_forkserver_preload(PRELOAD)
-            else:
-                ctx = mp.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_watch_owner,
-                                             initargs=(os.getpid(),))
+            from ...forking import context, exit_with_parent
+
+            # cmbench's one forkserver (else spawn); a worker ends with this process, even killed
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context(PRELOAD),
+                                             initializer=exit_with_parent, initargs=(os.getpid(),))
         return self._pool
 
     def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict) -> Drawn:
