@@ -49,7 +49,6 @@ def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
-        follow_umask(tmp)  # the mode a plain open gives (mkstemp's is 0600): reports are written here too
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
