@@ -14,7 +14,7 @@ the component twice, with equal rngs and different global random states, and
 returns a `Probe`: ``value`` the checked output (None when the call raised),
 ``problems`` the failed checks with their reasons, ``undefined`` the reason of
 a `cmbench.Undefined` or `cmbench.NotApplicable`.
-The output checks themselves are the runner's (`cmbench.runner.units`), so a
+The output checks themselves are the runner's (`cmbench.runner.checks`), so a
 component that passes here is never recorded as a failed cell for breaking
 the contract.
 """
@@ -35,8 +35,8 @@ from .errors import UserError, describe_error
 from .errors import PluginError
 from .options import check_timeout
 from .plugins import KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins, resolve_plugin
-from .runner.units import call as guarded_call  # the one guarded plugin call (moving to its own module)
-from .runner.units import check_corruption, check_data, check_estimate, check_recovery
+from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
+from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
 from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
 from .suite import Entry
 from .theory import changed_entries
@@ -124,7 +124,7 @@ _BEAT: list = [None]  # in `run_checks`' child: tells the parent a plugin call s
 
 
 def _guarded(fn: Callable, args: tuple, kwargs: dict) -> _Call:
-    """One plugin call through the runner's guarded call (`cmbench.runner.units.call`): the
+    """One plugin call through the runner's guarded call (`cmbench.runner.guard.call`): the
     per-call timeout, ``BaseException`` (``SystemExit`` too) caught, as in a suite's cells."""
     out = _Call()
     if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long

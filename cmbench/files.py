@@ -232,7 +232,15 @@ def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = No
     try:
         st = os.stat(path)
     except FileNotFoundError:
+        for parent in path.parents:  # the nearest existing folder on the way must be a folder
+            if parent.exists() or parent.is_symlink():
+                if not parent.is_dir():
+                    raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, not a folder")
+                break
         return path
+    except NotADirectoryError:
+        parent = next(p for p in path.parents if p.exists() and not p.is_dir())
+        raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, not a folder") from None
     except OSError:
         return path  # the write itself reports an unreadable path, naming it
     if kind == "folder" or stat.S_ISDIR(st.st_mode):

@@ -11,7 +11,7 @@ import pytest
 
 from cmbench.errors import UserError
 from cmbench.options import MAX_WORKERS_PER_CORE, parse_workers, usable_cores
-from conftest import assert_user_error, cli, good_suite
+from conftest import assert_user_error, cli, cli_inproc, good_suite
 
 
 def test_workers_auto_is_the_usable_cores_and_the_default(monkeypatch):
@@ -29,18 +29,18 @@ def test_workers_auto_is_the_usable_cores_and_the_default(monkeypatch):
 @pytest.mark.parametrize("dry", [True, False])
 def test_dry_run_refuses_what_a_real_run_refuses(tmp_path, option, dry):
     out = tmp_path / "out"
-    proc = cli("suite", good_suite(tmp_path), "--out", out, "--no-report", *option,
-               *(["--dry-run"] if dry else []))
+    code, err = cli_inproc("suite", good_suite(tmp_path), "--out", out, "--no-report", *option,
+                           *(["--dry-run"] if dry else []))
     needle = {"--cache-size": "cache size 'lots'"}.get(option[0], option[0] if option[-1] != "--pdb" else "--pdb")
-    assert_user_error(proc.returncode, proc.stderr, needle)
+    assert_user_error(code, err, needle)
     assert not (out / "r").exists()
 
 
 def test_more_workers_than_four_per_usable_core_is_one_line(tmp_path):
     many = MAX_WORKERS_PER_CORE * usable_cores() + 1
     for dry in ([], ["--dry-run"]):
-        proc = cli("suite", good_suite(tmp_path), "--out", tmp_path / "out", "--workers", many, *dry)
-        assert_user_error(proc.returncode, proc.stderr, f"--workers {many}", "per usable core")
+        code, err = cli_inproc("suite", good_suite(tmp_path), "--out", tmp_path / "out", "--workers", many, *dry)
+        assert_user_error(code, err, f"--workers {many}", "per usable core")
 
 
 def test_dry_run_shows_the_size_a_data_set_parameter_gives(tmp_path):
@@ -54,8 +54,8 @@ def test_dry_run_shows_the_size_a_data_set_parameter_gives(tmp_path):
 def test_a_seed_the_cube_cannot_store_is_refused_at_load_naming_the_key(tmp_path, seed):
     suite = good_suite(tmp_path, "seed = 3", f"seed = {seed}")
     for dry in (["--dry-run"], []):
-        proc = cli("suite", suite, "--out", tmp_path / "out", "--no-report", *dry)
-        assert_user_error(proc.returncode, proc.stderr, "'seed'", str(suite))
+        code, err = cli_inproc("suite", suite, "--out", tmp_path / "out", "--no-report", *dry)
+        assert_user_error(code, err, "'seed'", str(suite))
     assert not (tmp_path / "out" / "r").exists()
 
 
