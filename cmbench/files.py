@@ -247,7 +247,7 @@ def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = No
         if stat.S_ISDIR(st.st_mode) and (kind == "folder" or action == "delete"):
             return path
         raise UserError(f"{path}: cmbench will not {verb} it: it is "
-                        + ("not a folder" if kind == "folder" else "a folder"))
+                        + ("a file, not a folder" if kind == "folder" else "a folder"))
     if not stat.S_ISREG(st.st_mode):
         raise UserError(f"{path}: cmbench will not {verb} it: it is not a regular file")
     if kind is not None:

@@ -62,19 +62,6 @@ def writable_folder(path: str | os.PathLike, what: str) -> Path:
     return path
 
 
-def inside(root: str | os.PathLike, path: str | os.PathLike) -> Path:
-    """``path``, after checking that it resolves inside ``root`` (no ``..`` or symlink escape).
-
-    Raises
-    ------
-    UserError
-        ``path`` would land outside ``root``.
-    """
-    root_r, path_r = Path(root).resolve(), Path(path).resolve()
-    if path_r != root_r and root_r not in path_r.parents:
-        raise UserError(f"refusing to write {path}: it is outside the output folder {root}")
-    return Path(path)
-
 
 def follow_umask(path: str | os.PathLike) -> None:
     """Give a file made by `tempfile.mkstemp` (always 0600) the mode a plain ``open`` would give it.

@@ -16,8 +16,7 @@ import contextlib
 import hashlib
 from pathlib import Path
 
-from ..files import PAGES
-from ..output import inside
+from ..files import PAGES, check_target
 from ..stamps import Stamps
 from .render.pagecache import code_digest
 
@@ -51,7 +50,7 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
     digest = hashlib.sha256("\x1f".join([*outputs.digests, code_digest()]).encode()).hexdigest()
     stamps = Stamps(cache / PAGES / STAMPS)
     cubes = [Path(c) for c in outputs.cubes]
-    paths = {kind: inside(stem.parent, stem.with_name(f"{stem.name}.{kind}"))
+    paths = {kind: check_target(stem.with_name(f"{stem.name}.{kind}"), root=stem.parent, kind=kind)
              for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
     todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
     if todo:

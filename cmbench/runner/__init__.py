@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
-from ..output import inside, writable_folder
+from ..files import check_target
+from ..output import writable_folder
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
 from .stages import lookup, merged, records_of, unit_keys, unit_result
@@ -182,7 +183,7 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
     cap = _cache_cap(suite, cache_size)
     check_data_files(suite)
-    root = inside(out, Path(out) / suite.name)
+    root = check_target(Path(out) / suite.name, root=out, kind="folder")
     writable_folder(root, "output folder")
     store = Store(root, suite, cap=cap, out=Path(out))
     stats = stats if stats is not None else Progress()
@@ -240,7 +241,7 @@ def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path,
     written, digests = {}, []
     for exp in suite.experiments:
         ds = assemble(suite, exp, results[exp.name], timeout, store, datasets)
-        path = inside(root, (folder or root) / f"{exp.name}.nc")
+        path = check_target((folder or root) / f"{exp.name}.nc", root=root, kind="netcdf")
         digest = content_digest(ds)
         stamp = stamps.current(path, digest)
         if stamp is None:

@@ -189,7 +189,7 @@ class Store:
         self.root = Path(root)
         self.cache = self.root / ".cache"
         if out is not None:
-            _inside(self.cache, Path(out))
+            check_target(self.cache, root=out, kind="folder")
         self.suite = suite
         self.cap = DEFAULT_CACHE_SIZE if cap is None else int(cap)
         self.stale = 0  # documents ignored because they were damaged or malformed
@@ -484,13 +484,6 @@ class Store:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-def _inside(path: Path, out: Path) -> None:
-    """Refuse a cache folder that would lie outside the output folder."""
-    out_r, path_r = out.resolve(), path.resolve()
-    if out_r != path_r and out_r not in path_r.parents:
-        raise UserError(f"the cache folder {path} would lie outside the output folder {out}")
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import xarray as xr
 
+from ...files import check_target
 from ...version import __version__
 from . import drawing
 from . import pagecache
@@ -116,7 +117,7 @@ def _draw_with_png(pages: Sequence[Page], png: Path, meta: dict) -> bytes:
                 while name in used:
                     name, k = f"{stem}-{k}", k + 1
                 used.add(name)
-                page.fig.savefig(png / f"{name}.png", dpi=150)
+                page.fig.savefig(check_target(png / f"{name}.png", root=png, kind="png"), dpi=150)
             page.release()
     return buf.getvalue()
 
