@@ -188,6 +188,12 @@ def bench_folder(prefix: str, args: argparse.Namespace) -> Iterator[tuple[Path, 
                             *(["--no-report"] if getattr(args, "no_report", False) else [])]
 
 
+def report(i: int, name: str, runs: dict) -> None:
+    """Print the runs of round ``i`` of command ``name`` as they finish (a long benchmark is read as it goes)."""
+    print(f"round {i + 1}, {name}: " + "; ".join(f"{k} {w:.2f} s wall {c:.1f} s CPU"
+                                                for k, v in runs.items() for w, c in v[-1:]), flush=True)
+
+
 def main() -> None:
     args = suite_args(__doc__)
     adopt_orphans()
@@ -211,6 +217,7 @@ def main() -> None:
                 plugin.write_text(args.plugin_text)
                 runs[name]["plugin"].append(timed(base + out + ["--plugin", str(plugin)], tmp, cmd=cmd))
                 if args.no_edited:
+                    report(i, name, runs[name])
                     continue
                 if i == 0:  # the cube with the plugin against a cold run with it
                     suite_name = next(p.name for p in folder.iterdir() if p.is_dir())
@@ -222,9 +229,7 @@ def main() -> None:
                     diffs[name] = same_cubes(folder / suite_name, ref / suite_name)
                 plugin.write_text(args.plugin_text.replace("0.05", "0.1"))
                 runs[name]["edited"].append(timed(base + out + ["--plugin", str(plugin)], tmp, cmd=cmd))
-                print(f"round {i + 1}, {name}: " + "; ".join(f"{k} {w:.2f} s wall {c:.1f} s CPU"
-                                                            for k in kinds for w, c in runs[name][k][-1:]),
-                      flush=True)
+                report(i, name, runs[name])
 
         names = list(args.cmds)
         for other in names[1:]:  # the last cold runs' cubes of each command against the first's
