@@ -147,6 +147,9 @@ def suite_args(doc: str) -> argparse.Namespace:
     parser.add_argument("--cmd", action="append", default=[], metavar="NAME=COMMAND",
                         help="a cmbench command to time (e.g. main=../main/.venv/bin/cmbench); repeatable, "
                              "the commands' runs interleaved; default this interpreter's cmbench")
+    parser.add_argument("--no-edited", action="store_true",
+                        help="leave out the runs after editing the plugin and the cube equality check "
+                             "(cold, unchanged and plugin runs only)")
     parser.add_argument("--no-report", action="store_true",
                         help="time the sweeps alone (cmbench suite --no-report)")
     parser.add_argument("--plugin", default=None, metavar="FILE", type=Path,
@@ -185,6 +188,12 @@ def bench_folder(prefix: str, args: argparse.Namespace) -> Iterator[tuple[Path, 
                             *(["--no-report"] if getattr(args, "no_report", False) else [])]
 
 
+def report(i: int, name: str, runs: dict) -> None:
+    """Print the runs of round ``i`` of command ``name`` as they finish (a long benchmark is read as it goes)."""
+    print(f"round {i + 1}, {name}: " + "; ".join(f"{k} {w:.2f} s wall {c:.1f} s CPU"
+                                                for k, v in runs.items() for w, c in v[-1:]), flush=True)
+
+
 def main() -> None:
     args = suite_args(__doc__)
     adopt_orphans()
@@ -207,6 +216,9 @@ def main() -> None:
                 restore(cold_state, folder)
                 plugin.write_text(args.plugin_text)
                 runs[name]["plugin"].append(timed(base + out + ["--plugin", str(plugin)], tmp, cmd=cmd))
+                if args.no_edited:
+                    report(i, name, runs[name])
+                    continue
                 if i == 0:  # the cube with the plugin against a cold run with it
                     suite_name = next(p.name for p in folder.iterdir() if p.is_dir())
                     ref = tmp / name / "ref"
@@ -217,9 +229,7 @@ def main() -> None:
                     diffs[name] = same_cubes(folder / suite_name, ref / suite_name)
                 plugin.write_text(args.plugin_text.replace("0.05", "0.1"))
                 runs[name]["edited"].append(timed(base + out + ["--plugin", str(plugin)], tmp, cmd=cmd))
-                print(f"round {i + 1}, {name}: " + "; ".join(f"{k} {w:.2f} s wall {c:.1f} s CPU"
-                                                            for k in kinds for w, c in [runs[name][k][-1]]),
-                      flush=True)
+                report(i, name, runs[name])
 
         names = list(args.cmds)
         for other in names[1:]:  # the last cold runs' cubes of each command against the first's
@@ -235,21 +245,26 @@ def main() -> None:
           f"after; real data from {'source files in ' + str(DATA_DIR) if DATA_DIR else 'the shipped tables'}; "
           f"medians of {args.rounds} interleaved rounds)")
     for name in args.cmds:
-        med = {k: median(runs[name][k]) for k in kinds}
+        med = {k: median(runs[name][k]) for k in kinds if runs[name][k]}
         (cold, cold_cpu) = med["cold"]
         print(f"\n[{name}] {shlex.join(args.cmds[name])}")
         print(f"{'':<32} {'wall s':>8} {'CPU s':>8} {'wall %':>7} {'CPU %':>7}")
         for k in kinds:
+            if k not in med:
+                continue
             w, c = med[k]
             print(f"{k:<32} {w:8.2f} {c:8.1f} {100 * w / cold:6.1f}% {100 * c / cold_cpu:6.1f}%")
         w, c = med["unchanged"]
         print(f"unchanged rerun <= max(2 s, 10%): {'PASS' if w <= max(2.0, 0.10 * cold) else 'FAIL'} (wall)")
         for k in ("plugin", "edited"):
+            if k not in med:
+                continue
             w, c = med[k]
             print(f"{k} <= 15% of cold in CPU seconds: {'PASS' if c <= 0.15 * cold_cpu else 'FAIL'}; "
                   f"in wall time: {'PASS' if w <= 0.15 * cold else 'FAIL'}")
-        print("cube with the plugin " + ("equals a cold run with it" if not diffs.get(name)
-                                          else f"DIFFERS from a cold run with it: {diffs[name]}"))
+        if name in diffs:
+            print("cube with the plugin " + ("equals a cold run with it" if not diffs[name]
+                                              else f"DIFFERS from a cold run with it: {diffs[name]}"))
 
 
 if __name__ == "__main__":

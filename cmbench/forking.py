@@ -36,20 +36,20 @@ _LOCK = threading.Lock()
 _PRELOADS: list = []  # what `context` was asked to preload, in order
 
 
-def context(preload: Iterable[str] = PRELOAD) -> BaseContext:
-    """The multiprocessing context of cmbench's child processes: forkserver, else spawn.
+def context(preload: Iterable[str] = ()) -> BaseContext:
+    """The multiprocessing context of every cmbench child process: forkserver, else spawn.
 
-    ``preload``: modules the forkserver imports before its first child. The
-    forkserver is one per process and starts at the first call here: modules
-    asked for later are imported by each child instead. It starts with
-    `WORKER_ENV` in its environment, so that the BLAS libraries it loads
-    start one thread each.
+    The forkserver is one per process, shared by the sweep's workers, the
+    report's drawing pool and the plugin guards; it starts at the first call
+    here and imports `PRELOAD` and ``preload`` (modules asked for by later
+    calls are imported by each child instead). It starts with `WORKER_ENV` in
+    its environment, so that the BLAS libraries it loads start one thread each.
     """
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     with _LOCK:
-        for name in preload:
+        for name in (*PRELOAD, *preload):
             if name not in _PRELOADS:
                 _PRELOADS.append(name)
         ctx.set_forkserver_preload(list(_PRELOADS))

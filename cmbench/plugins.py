@@ -435,14 +435,9 @@ class _ShippedSource(importlib.abc.Loader):
 def child_context():
     """The multiprocessing context of cmbench's guard processes: ``forkserver`` where the
     platform has it (no copy of this process's threads and locks), else ``spawn``."""
-    import multiprocessing
+    from .forking import context
 
-    methods = multiprocessing.get_all_start_methods()
-    if "forkserver" in methods:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["cmbench.plugins"])  # ignored once the server runs
-        return ctx
-    return multiprocessing.get_context("spawn")
+    return context(["cmbench.plugins"])  # the one forkserver of this process (`cmbench.forking`)
 
 
 #: import a plugin file in a child process first (`preflight`); off in the guard processes themselves
