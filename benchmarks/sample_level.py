@@ -178,24 +178,20 @@ def timing(d, per_dim, repeats):
         print(f"{name:32s} {wo:8.2f} / {co:6.2f} {wp:8.2f} / {cp:6.2f} {wo / wp:6.2f}  {diff:.2e}", flush=True)
 
 
+def eigenvalue_whitening(Y, eps):
+    """The filter's former whitening: the trimmed covariance's own eigenvalues as variances."""
+    from cmbench.builtins import estimators
+
+    center, cov = estimators._robust_covariance(Y, keep=1.0 - min(2.0 * eps, 0.5))
+    w, V = np.linalg.eigh(cov)
+    if not w.max() > 0.0:
+        return None
+    return center, V / np.sqrt(np.maximum(w, w.max() * 1e-12))
+
+
 def whitening():
-    import importlib.util
+    from cmbench.builtins import estimators
 
-    spec_ok = True
-    try:
-        import subprocess
-
-        old_src = subprocess.run(["git", "show", "5f63ea4~1:plugins/estimators.py"], capture_output=True,
-                                 text=True, check=True, cwd=Path(__file__).parent).stdout
-    except Exception:  # noqa: BLE001 - a checkout without the history
-        spec_ok = False
-    old = None
-    if spec_ok:
-        path = Path("/tmp/cmbench_old_estimators.py")
-        path.write_text(old_src)
-        spec = importlib.util.spec_from_file_location("cmbench.builtins.old_estimators", path)
-        old = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(old)
     for label, comps, mean in (("DKK17 noise", None, 1.0),
                                ("N(0.5 * 1, I)", [{"kind": "gaussian", "shift": 0.5, "sd": 1.0}], 0.0)):
         for d in (100, 200, 400):
@@ -204,8 +200,12 @@ def whitening():
             row = {"default": ex(estimator("filter", eps=0.1)(Xc)),
                    "reference": ex(estimator("filter", eps=0.1, whiten=False, rule="reference")(Xc)),
                    "noisy mean": ex(Xc.mean(axis=0))}
-            if old is not None:
-                row["eigenvalue whitening"] = ex(old.filter_mean(Xc, eps=0.1))
+            mad = estimators._spectral_whitening
+            estimators._spectral_whitening = eigenvalue_whitening
+            try:
+                row["eigenvalue whitening"] = ex(estimator("filter", eps=0.1)(Xc))
+            finally:
+                estimators._spectral_whitening = mad
             print(f"{label}, d = {d}: " + ", ".join(f"{k} {v:.4f}" for k, v in row.items()), flush=True)
 
 

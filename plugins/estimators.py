@@ -679,22 +679,23 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
        trimmed covariance's eigenvalues as variances (cmbench before this
        change), noise inside the Gaussian shell survives the trim and is
        absorbed into them, and the filter sees nothing. Measured on one draw
-       at N = 100 d, eps = 0.1 (``benchmarks/sample_level.py --whitening``),
-       excess l2 error at d = 100, 200, 400: on DKK17's data, eigenvalue
-       whitening 0.19, 1.08, 1.50 (the noisy mean's from d = 200 on), the
-       MAD scale 0.015, 0.003, 0.007, the reference filter 0.020, 0.012,
-       0.026; on N(0.5 * 1, I) contamination, eigenvalue whitening the noisy
-       mean's (0.40, 0.60, 0.90), the MAD scale 0.005, 0.010, 0.006, the
-       reference 0.016, 0.024, 0.020 (tests/test_sample_level.py checks
-       within 2x of the reference at d = 100). Below d = 100 the bias of the
+       per d at N = 100 d, eps = 0.1 (``benchmarks/sample_level.py
+       --whitening``), excess l2 error at d = 100, 200, 400: on DKK17's data,
+       eigenvalue whitening 0.195, 1.088, 1.497 (the noisy mean's from
+       d = 200 on), the MAD scale 0.020, 0.005, 0.006, the reference filter
+       0.020, 0.016, 0.025; on N(0.5 * 1, I) contamination, eigenvalue
+       whitening the noisy mean's (0.39, 0.61, 0.90), the MAD scale 0.001,
+       0.007, 0.006, the reference 0.012, 0.018, 0.020
+       (tests/test_sample_level.py checks within 2x of the reference at
+       d = 100). Below d = 100 the bias of the
        MAD under a cluster on one side (about 1.2 times the inliers' variance
        at eps = 0.1) is no longer small against the tolerated eigenvalue
        1 + 3 eps ln(1/eps): at d = 40, 60 (N = 100 d, one draw) the default's
        excess error is 0.10, 0.11 on DKK17's data (reference 0.10, 0.05) and
        0.22, 0.29 on N(0.5 * 1, I) (reference 0.03, 0.03). The smaller of the
        two one-sided MADs fixed the latter but collapsed on the point mass of
-       DKK17's noise (excess error 6.2 at d = 100), so it is not used. The scales are floored
-       at 1e-12 of the largest eigenvalue, so rank-deficient data (x = A z)
+       DKK17's noise (excess error 6.2 at d = 100), so it is not used. The
+       scales are floored at 1e-12 of the largest eigenvalue, so rank-deficient data (x = A z)
        are whitened too and points leaving the data's subspace stand out.
     2. The slack of the tail test is divided by ``max(T^2, 1)``, as in the
        analysis (DKK+ 2016, Filter-Gaussian-Mean): the reference's constant
