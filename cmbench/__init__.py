@@ -21,9 +21,6 @@ from .components import (  # noqa: E402
 from .errors import DataError, PluginError, SuiteError, UserError  # noqa: E402 (one line each, exit 2)
 from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .nanstats import nanquantile  # noqa: E402 (column quantiles with hidden entries, for estimators)
-# ``cmbench.claims(cube)``: the claims' verdicts as a DataFrame. The submodule of that name is
-# callable (`cmbench.claims.verdicts_frame`), so the name means the same whichever import came first.
-from . import claims  # noqa: E402
 
 if TYPE_CHECKING:
     import pandas
@@ -209,6 +206,18 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     raise AttributeError(f"module 'cmbench' has no attribute {name!r}")
+
+
+def claims(cube) -> "pandas.DataFrame":
+    """The verdicts of the claims a suite declares, checked on its cubes: a DataFrame.
+
+    ``cube`` is what `to_frame` takes (a cube, a cube file, a suite folder, the
+    dict `run_suite` returns, or a list of these); one row per claim (see
+    `cmbench.verdicts.verdicts_frame`).
+    """
+    from .verdicts import verdicts_frame
+
+    return verdicts_frame(cube)
 
 
 def rank(cube, metric=None):

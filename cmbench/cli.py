@@ -372,7 +372,7 @@ def _print_claims(cubes, digests=None) -> None:
     report already evaluated on the same cube are reused."""
     import textwrap
 
-    from . import claims
+    from . import verdicts as claims
 
     digests = digests or {}
     verdicts = [v for name, ds in cubes.items() for v in claims.evaluate_cube(ds, digests.get(name))]

@@ -122,7 +122,7 @@ class Experiment:
         Method label -> (recoverer label, estimator label), e.g. the paper's
         "Two-Step-M".
     claims : tuple of dict
-        Normalized claims (`cmbench.claims.parse_claims`).
+        Normalized claims (`cmbench.verdicts.parse_claims`).
     metric_entries : tuple of Entry
         Every metric computed: the listed ones, then those always computed.
     report_x : str
@@ -653,8 +653,8 @@ def _report_x(ctx: _Ctx, table: dict, lists: dict) -> str:
 
 
 def _claims(ctx: _Ctx, tables: list, methods: dict, lists: dict, metrics: tuple) -> tuple:
-    """The experiment's ``[[experiment.claim]]`` tables, validated (see `cmbench.claims`)."""
-    from . import claims, theory
+    """The experiment's ``[[experiment.claim]]`` tables, validated (see `cmbench.verdicts`)."""
+    from . import theory, verdicts as claims
 
     labels = list(methods) or [f"{r.label}+{e.label}" for r in lists["recoverers"]
                                for e in lists["estimators"]]

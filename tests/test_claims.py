@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from cmbench import claims
+from cmbench import verdicts as claims
 from cmbench.errors import SuiteError
 from cmbench.suite import load_suite
 

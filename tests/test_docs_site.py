@@ -18,7 +18,7 @@ import click
 import pytest
 
 import cmbench
-from cmbench import claims as claims_module
+from cmbench import verdicts as claims_module
 from cmbench import cube, suite
 from cmbench.cli import main
 

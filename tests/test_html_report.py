@@ -111,7 +111,7 @@ def _html_text(text: str) -> str:
 def test_html_and_pdf_hold_the_same_sections_and_claims_verdicts(tmp_path):
     """One model, two renderers: every PDF page's title is a heading of the HTML, and the claims
     table (verdicts and measured numbers) is in both, with a baseline too."""
-    from cmbench import claims
+    from cmbench import verdicts as claims
     from cmbench.report import write_report
     from cmbench.report.model import build_report
     from cmbench.report.load import load_cubes

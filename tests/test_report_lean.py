@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from cmbench import claims
+from cmbench import verdicts as claims
 from cmbench.report.content import significance
 
 from test_report import make_cube

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cmbench
-from cmbench import claims
+from cmbench import verdicts as claims
 from cmbench.errors import SuiteError
 from cmbench.suite import load_suite
 

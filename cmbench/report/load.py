@@ -43,7 +43,7 @@ class Cube:
     source : the file it came from, or ``"<dataset N>"`` for an in-memory one.
     methods : label -> (recoverer, estimator), in suite order.
     metrics : error variables to plot, in order.
-    digest : the cube's content digest, when a run gave it (`cmbench.claims.evaluate_cube`).
+    digest : the cube's content digest, when a run gave it (`cmbench.verdicts.evaluate_cube`).
     """
 
     ds: xr.Dataset

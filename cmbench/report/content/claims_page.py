@@ -2,7 +2,7 @@
 
 Claims are declared in the suite file and recorded in each cube's ``claims``
 attribute; their verdicts are computed here from the cube alone by
-`cmbench.claims.evaluate` (the same function the terminal summary uses).
+`cmbench.verdicts.evaluate` (the same function the terminal summary uses).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ... import claims as claims_mod
+from ... import verdicts as claims_mod
 from ...cube import attr_json
 from ..load import Cube
 from ..layout import Col, TextPages

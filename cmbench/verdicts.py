@@ -576,7 +576,7 @@ def describe(claim: Mapping) -> str:
 
 
 def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
-    """The verdicts of the claims recorded in cubes, as a DataFrame: `cmbench.claims`.
+    """The verdicts of the claims recorded in cubes, as a DataFrame (`cmbench.claims`).
 
     ``cube`` is what `cmbench.to_frame` takes (a cube, a cube file, a suite
     folder, the dict `cmbench.run_suite` returns, or a list of these). One row
@@ -601,20 +601,3 @@ def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
                          "paper": v.claim.get("paper", ""), "numbers": v.numbers})
     return pd.DataFrame(rows, columns=["experiment", "id", "verdict", "holds", "up_to", "compared", "passed",
                                        "claim", "paper", "numbers"])
-
-
-class _CallableModule(type(math)):
-    """This module, callable: ``cmbench.claims(cube)`` is `verdicts_frame`.
-
-    ``cmbench.claims`` is the public function of the contract and also this
-    submodule's name; importing the submodule rebinds the package's attribute
-    to it, so the module itself answers the call.
-    """
-
-    def __call__(self, cube: Any) -> "pd.DataFrame":  # noqa: F821
-        return verdicts_frame(cube)
-
-
-import sys as _sys  # noqa: E402
-
-_sys.modules[__name__].__class__ = _CallableModule
