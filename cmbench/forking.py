@@ -56,9 +56,13 @@ def context(preload: Iterable[str] = ()) -> BaseContext:
         from multiprocessing import forkserver
 
         # The server inherits this process's environment when it starts (once; later calls
-        # return at once): for that moment only, the environment its BLAS libraries read.
-        saved = {k: os.environ.get(k) for k in WORKER_ENV}
-        os.environ.update(WORKER_ENV)
+        # return at once): for that moment only, the environment its BLAS libraries read,
+        # and PYTHONSAFEPATH: the server is `python -c ...`, which would put the working
+        # folder first on its sys.path (Python 3.11 ignores the parent's sys.path there), so
+        # a cmbench source folder there would shadow the installed package in every worker.
+        start = {**WORKER_ENV, "PYTHONSAFEPATH": "1"}
+        saved = {k: os.environ.get(k) for k in start}
+        os.environ.update(start)
         try:
             forkserver.ensure_running()
         finally:
