@@ -53,9 +53,12 @@ SETTINGS = settings(max_examples=30, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-# Estimators allowed to leave the visible range (none: tukey projects onto the
-# data's affine hull, see test_estimate_of_a_constant_column_is_that_constant).
-OUTSIDE_RANGE_KNOWN: set = set()
+# Estimators allowed to leave the visible range (tukey projects onto the data's affine
+# hull, see test_estimate_of_a_constant_column_is_that_constant). lrv adds the trimmed
+# mean of the bottom eigenspace to its recursion's estimate on the top one: each part
+# lies within its projection of the data, their sum need not lie within each
+# coordinate's range (found by hypothesis on a 3 x 2 sample: -0.762 for [-0.556, 0.287]).
+OUTSIDE_RANGE_KNOWN: set = {"lrv"}
 
 
 # ------------------------------------------------------------------ strategies
