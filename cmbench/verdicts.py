@@ -515,6 +515,22 @@ def _beats_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
     return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
 
 
+def _prefix_verdict(claim, experiment, cells, symbol, parts, notes, passed, broken_at: str) -> Verdict:
+    """The verdict of a claim that holds while its cells, in budget order, hold: ``holds``,
+    ``holds up to`` the last budget before the first false cell, or ``fails``."""
+    up_to, broke = _prefix(cells)
+    if broke:
+        parts.append(f"{broken_at} {_false_at(cells, symbol)}")
+    parts += notes
+    if not broke:
+        verdict, holds = HOLDS, True
+    elif up_to is not None:
+        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
+    else:
+        verdict, holds = FAILS, False
+    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+
+
 def _same_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
     passed = sum(1 for c in cells if c[3])
     worst = max(cells, key=lambda c: c[4])
@@ -523,17 +539,7 @@ def _same_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
              f"largest relative difference {_num(100 * worst[4])}% ({_where(worst, symbol)}: "
              + ", ".join(f"{m} {_num(v)}" for m, v in worst[6].items()) + ")",
              f"{symbol} {'; '.join(ranges)}"]
-    up_to, broke = _prefix(cells)
-    if broke:
-        parts.append(f"apart at {_false_at(cells, symbol)}")
-    parts += notes
-    if not broke:
-        verdict, holds = HOLDS, True
-    elif up_to is not None:
-        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
-    else:
-        verdict, holds = FAILS, False
-    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+    return _prefix_verdict(claim, experiment, cells, symbol, parts, notes, passed, "apart at")
 
 
 def _bound_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
@@ -541,17 +547,7 @@ def _bound_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
     worst = max(cells, key=lambda c: c[4])
     parts = [f"{passed} of {len(cells)} cells below {_num(claim['below'])}",
              f"largest error {worst[5]} {_num(worst[4])} ({_where(worst, symbol)})"]
-    up_to, broke = _prefix(cells)
-    if broke:
-        parts.append(f"at or above the bound at {_false_at(cells, symbol)}")
-    parts += notes
-    if not broke:
-        verdict, holds = HOLDS, True
-    elif up_to is not None:
-        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
-    else:
-        verdict, holds = FAILS, False
-    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+    return _prefix_verdict(claim, experiment, cells, symbol, parts, notes, passed, "at or above the bound at")
 
 
 CELLS = {"beats": _beats_cell, "same": _same_cell, "bound": _bound_cell}
