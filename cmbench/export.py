@@ -65,9 +65,9 @@ def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | 
         lacks a dimension.
     """
     if not isinstance(cube, (xr.Dataset, str, os.PathLike)):
-        return frames(_sources(cube))
+        return frames(cube_sources(cube))
     if not isinstance(cube, xr.Dataset) and Path(cube).is_dir():
-        return frames(_sources(cube))
+        return frames(cube_sources(cube))
     ds = cubes.load(Path(cube)) if not isinstance(cube, xr.Dataset) else cube
     missing = [d for d in cubes.DIMS if d not in ds.dims]
     if missing:
@@ -109,7 +109,7 @@ def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
         No cube given, or a path is not a readable cube.
     """
     parts, suites, names, seen = [], [], [], []
-    for i, src in enumerate(_sources(sources)):
+    for i, src in enumerate(cube_sources(sources)):
         if not isinstance(src, xr.Dataset):
             if any(_same_path(src, other) for other in seen):
                 raise UserError(f"{src}: the same cube is given twice; its rows would be duplicated")
@@ -173,7 +173,7 @@ def export(sources: Sequence[xr.Dataset | str | os.PathLike], out: str | os.Path
     return out, len(df)
 
 
-def _sources(given) -> list:
+def cube_sources(given) -> list:
     """Cubes and cube paths from what `to_frame` accepts: a run's dict (its values), a
     suite folder (its ``*.nc`` by name), a list of these, a cube or a path."""
     if isinstance(given, xr.Dataset):
@@ -194,7 +194,7 @@ def _sources(given) -> list:
     except TypeError:
         raise UserError(f"to_frame takes a cube, a path, a suite folder or the dict run_suite returns; "
                         f"got {type(given).__name__}") from None
-    return [s for item in items for s in _sources(item)]
+    return [s for item in items for s in cube_sources(item)]
 
 
 def _variables(ds: xr.Dataset) -> list[str]:

@@ -1032,7 +1032,7 @@ def size_limits() -> tuple[int, float]:
     return out[0], out[1]
 
 
-def _data_size(entry: Entry) -> Optional[tuple[int, int]]:
+def data_size(entry: Entry) -> Optional[tuple[int, int]]:
     """The (N, n) a data set entry will load, as far as its parameters tell before loading.
 
     The declaration's `cmbench.Dataset.shape_for` first (a ``shape`` callable
@@ -1086,7 +1086,7 @@ def check_size(path: Path, experiments: Sequence[Experiment], limits: tuple) -> 
                                                 "recoverers", "estimators")]
         sizes.append((exp.name, math.prod(dims), dims))
         for ds in exp.datasets:
-            shape = _data_size(ds)
+            shape = data_size(ds)
             gb = shape[0] * shape[1] * 8 / 1e9 if shape else 0.0
             if gb > max_gb:
                 raise SuiteError(

@@ -584,10 +584,10 @@ def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
     import pandas as pd
 
     from .cube import load
-    from .export import _sources
+    from .export import cube_sources
 
     rows = []
-    for src in _sources(cube):
+    for src in cube_sources(cube):
         ds = src if hasattr(src, "attrs") else load(src)
         for v in evaluate_cube(ds):
             rows.append({"experiment": v.experiment, "id": v.claim.get("id", ""), "verdict": v.verdict,

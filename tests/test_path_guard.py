@@ -168,15 +168,21 @@ def _listing(folder: Path) -> dict:
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
-@pytest.mark.parametrize("sub", ["pages", "units"])
-def test_cache_clear_refuses_a_linked_folder_and_deletes_nothing_behind_it(tmp_path, sub):
+def _linked_cache_folder(tmp_path: Path, sub: str):
+    """A finished run's ``.cache/<sub>`` replaced by a link to a foreign folder: (out, link, foreign,
+    the foreign folder's listing)."""
     out = tmp_path / "out"
     _run(tmp_path, out)
     foreign = _foreign(tmp_path)
     linked = out / "r" / ".cache" / sub
     shutil.rmtree(linked, ignore_errors=True)
     linked.symlink_to(foreign, target_is_directory=True)
-    before = _listing(foreign)
+    return out, linked, foreign, _listing(foreign)
+
+
+@pytest.mark.parametrize("sub", ["pages", "units"])
+def test_cache_clear_refuses_a_linked_folder_and_deletes_nothing_behind_it(tmp_path, sub):
+    out, linked, foreign, before = _linked_cache_folder(tmp_path, sub)
     code, err = cli("cache", "clear", "r", "--out", out)
     assert_user_error(code, err, str(linked), "symbolic link")
     assert _listing(foreign) == before
@@ -184,13 +190,7 @@ def test_cache_clear_refuses_a_linked_folder_and_deletes_nothing_behind_it(tmp_p
 
 @pytest.mark.parametrize("sub", ["pages", "units"])
 def test_runs_refuse_a_linked_cache_folder_and_write_nothing_behind_it(tmp_path, sub):
-    out = tmp_path / "out"
-    _run(tmp_path, out)
-    foreign = _foreign(tmp_path)
-    linked = out / "r" / ".cache" / sub
-    shutil.rmtree(linked, ignore_errors=True)
-    linked.symlink_to(foreign, target_is_directory=True)
-    before = _listing(foreign)
+    out, linked, foreign, before = _linked_cache_folder(tmp_path, sub)
     for extra in ((), ("--no-resume",)):
         code, err = cli("suite", good_suite(tmp_path), "--out", out, "--no-report", *extra)
         assert_user_error(code, err, str(linked), "symbolic link")

@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 
 from .. import selection
 from ..options import check_timeout
-from ..suite import _data_size, load_suite
+from ..suite import data_size, load_suite
 from .stages import info_key, lookup, unit_keys
 from .store import Store
 
@@ -87,8 +87,8 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
             info = store.info(info_key(suite.seed, entry, exp.instances[0]))
             if info and info.get("shape"):
                 seen[entry.label] = (tuple(info["shape"]), "as last loaded")
-            elif _data_size(entry):  # what the suite's parameters say (N, d, blocks), as the size check reads it
-                size = tuple(_data_size(entry))
+            elif size := data_size(entry):  # what the suite's parameters say (N, d, blocks), as the size check reads it
+                size = tuple(size)
                 nominal = None if callable(entry.decl.shape) else tuple(entry.decl.shape or ())
                 seen[entry.label] = (size, "nominal" if size == nominal else "from its parameters")
             else:

@@ -95,8 +95,10 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
         executor = pool(workers)
         try:
             pending = {}
-            while queue or pending:
-                while queue and len(pending) < depth:
+            # once the pool is broken, nothing more is submitted: what is still pending breaks
+            # too, or has finished, and the queue goes on in a fresh pool
+            while pending or (queue and not suspects):
+                while queue and not suspects and len(pending) < depth:
                     job = queue.pop()
                     pending[executor.submit(fn, job)] = job
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -108,15 +110,6 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
                         suspects.append(job)
                         continue
                     yield job, result
-                if suspects:  # the pool is broken: what is still pending breaks too, or has finished
-                    for future, job in pending.items():
-                        try:
-                            result = future.result()
-                        except BrokenProcessPool:
-                            suspects.append(job)
-                            continue
-                        yield job, result
-                    break
         finally:
             executor.shutdown(wait=False, cancel_futures=True)
         for job in suspects:
