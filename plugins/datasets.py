@@ -862,10 +862,12 @@ SYNTHETIC = (
 )
 
 def gaussian_size(d: int = 10, N: Optional[int] = None, samples_per_dim: Optional[float] = None,
-                  ) -> tuple[int, int]:
+                  **_) -> tuple[int, int]:
     """The (N, d) that `load_gaussian` draws for these parameters, without drawing it.
 
     ``N`` wins when given; else ``N = floor(samples_per_dim * d)``; else 100 d.
+    It is the data set's ``shape``, so that a run describes it without drawing it
+    (``mean`` and ``sd`` come along and do not change the size).
     """
     name = "gaussian"
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
@@ -928,7 +930,7 @@ GAUSSIAN = cmbench.Dataset(
     "gaussian", load_gaussian, ranges={"d": (1, None), "sd": (0.0, None, "()"), "N": (2, None),
                                        "samples_per_dim": (0.0, None, "()")},
     description="isotropic Gaussian N(mean, sd^2 I_d) with d and N (or samples_per_dim) as parameters",
-    shape=(1000, 10))
+    shape=gaussian_size)
 
 
 CSV = cmbench.Dataset(
