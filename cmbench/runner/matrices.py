@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 import zlib
 from dataclasses import dataclass
 from typing import Optional
@@ -36,6 +37,22 @@ def frozen(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     out = np.frombuffer(a.tobytes(), dtype=a.dtype).reshape(a.shape)
     return out
+
+
+def sealed(a: np.ndarray) -> np.ndarray:
+    """`frozen`, without the copy when the caller holds the only reference to ``a``.
+
+    A plugin's fresh result that nothing else refers to (the plugin kept no
+    reference) is wrapped in place, through a read-only view of its own
+    buffer: ``setflags(write=True)`` is refused on it as on a `frozen` copy,
+    and a full-size corruption or recovery is not held twice (at d = 400,
+    N = 400,000 the copy was 1.28 GB beside the data and the original).
+    """
+    # three references: the caller's, this frame's and getrefcount's own
+    if (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.owndata
+            and sys.getrefcount(a) <= 3):
+        return np.frombuffer(memoryview(a).cast("B").toreadonly(), dtype=a.dtype).reshape(a.shape)
+    return frozen(a)
 
 
 def digest(a: np.ndarray) -> str:

@@ -67,14 +67,17 @@ class DataMemo:
             self.held.move_to_end(key)
         return data
 
+    def make_room(self, size: int) -> None:
+        """Drop the least recently used data sets until ``size`` more bytes fit under the cap."""
+        while self.held and self.bytes + size > self.cap:
+            _, old = self.held.popitem(last=False)
+            self.bytes -= data_bytes(old)
+
     def put(self, key: tuple, data: Data) -> None:
         if key in self.held:
             return
         size = data_bytes(data)
-        # room first: the old ones go before the new one is held beside them
-        while self.held and self.bytes + size > self.cap:
-            _, old = self.held.popitem(last=False)
-            self.bytes -= data_bytes(old)
+        self.make_room(size)  # the old ones go before the new one is held beside them
         self.held[key] = data
         self.bytes += size
 
@@ -97,6 +100,9 @@ def load_data(job: Job) -> Data:
     if data is None:
         _, exp = experiment_for(job)
         found = entry(exp.datasets, job.dataset)
+        shape = found.decl.shape_for(found.params)
+        if shape is not None:  # room before the load, where its size is declared: not two at once
+            _DATA.make_room(8 * shape[0] * shape[1])
         rng = rng_for(suite_of(job).seed, "load", job.dataset, job.instance)
         raw = found.decl.fn(instance=job.instance, rng=rng, **found.params)
         data = check_data(raw, found)
