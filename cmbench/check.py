@@ -30,11 +30,11 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .components import Adversary, Component, Data, Dataset, Estimator, Metric, NotApplicable, Recoverer, Undefined
-from .errors import UserError, describe_error
-from .errors import PluginError
+from .components import Adversary, Component, Data, Dataset, Estimator, Metric, Recoverer
+from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
-from .plugins import KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins, resolve_plugin
+from .plugins import (KINDS, SINGULAR, Registry, child_context, choices_hint, is_file_spec, load_plugins,
+                      resolve_plugin, watch_child)
 from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
 from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
 from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
@@ -120,7 +120,6 @@ class _Call:
 DEFAULT_TIMEOUT = 60.0
 _LIMIT = [DEFAULT_TIMEOUT]  # set by `check_component` for the calls of one component
 _TIMED_OUT = [False]  # a call of the component being checked timed out
-_BEAT: list = [None]  # in `run_checks`' child: tells the parent a plugin call starts (its watchdog)
 
 
 def _guarded(fn: Callable, args: tuple, kwargs: dict) -> _Call:
@@ -130,8 +129,6 @@ def _guarded(fn: Callable, args: tuple, kwargs: dict) -> _Call:
     if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
         out.error = f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s"
         return out
-    if _BEAT[0] is not None:
-        _BEAT[0](fn)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
         outcome = guarded_call(fn, _LIMIT[0], *args, **kwargs)
@@ -633,15 +630,15 @@ def load_for_check(plugins: Sequence[str] = ()) -> Registry:
 
 def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int = 0,
                on_result: Optional[Callable[[Result], None]] = None,
-               timeout: Optional[float] = DEFAULT_TIMEOUT, isolate: bool = True) -> list[Result]:
+               timeout: Optional[float] = DEFAULT_TIMEOUT) -> list[Result]:
     """Check the components of ``plugins`` (or ``names`` among them); return every result.
 
     Plugin code runs as in a suite's cells: each call through the runner's
-    guarded call (a per-call ``timeout``, any ``BaseException`` caught), and
-    with ``isolate`` in a child process, so that a plugin that ends its process
-    (``os._exit``, a signal) fails its component's check instead of ending the
-    check silently; a plugin that ends it while being imported is a
-    `PluginError` naming its file.
+    guarded call (a per-call ``timeout``, any ``BaseException`` caught), in a
+    guard process (`cmbench.plugins.watch_child`), so that a plugin that ends
+    its process (``os._exit``, a signal) fails its component's check instead
+    of ending the check silently; a plugin that ends it while being imported
+    is a `PluginError` naming its file.
 
     Parameters
     ----------
@@ -651,7 +648,6 @@ def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int
     seed : seed of the generated inputs and of the components' rngs.
     on_result : called with each result as soon as it is known (for printing).
     timeout : seconds each plugin call may take (None: no limit); `DEFAULT_TIMEOUT`.
-    isolate : run the plugins in a child process (default); False: in this one.
 
     Raises
     ------
@@ -669,20 +665,13 @@ def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int
         if on_result is not None:
             on_result(result)
 
-    if not isolate:
-        registry = load_for_check(plugins)
-        for kind, decl in select(registry, plugins, names):
-            for result in check_component(kind, decl, seed, timeout):
-                emit(result)
-        return results
     done: set = set()
-    while True:  # a fresh child after each component that ended its process
-        ended = _check_in_child(plugins, names, seed, timeout, done, emit)
-        if ended is None:
-            return results
+    # a fresh guard process after each component that ended its own
+    while (ended := _check_in_child(plugins, names, seed, timeout, done, emit)) is not None:
         kind, name, how = ended
         done.add((kind, name))
         emit(Result(kind, name, OUTPUT[kind], FAIL, how))
+    return results
 
 
 #: grace beyond ``timeout`` before the parent kills a child whose plugin call ignores the alarm
@@ -690,72 +679,35 @@ _GRACE = 10.0
 
 
 def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[tuple]:
-    """Check in one child process every selected component not in ``done``.
+    """Check in one guard process every selected component not in ``done``.
 
     Returns None when the child finished, else ``(kind, name, why)`` of the
     component whose check ended the child (killed after ``timeout`` + `_GRACE`
     seconds without a word, when a call ignores the alarm).
     """
-    from .plugins import child_context
+    slot = child_context().RawArray("c", 1024)  # the plugin call in progress (`guard.RUNNING`)
+    where: list = ["start"]
 
-    ctx = child_context()
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, plugins, tuple(names), seed, timeout, frozenset(done)),
-                        daemon=True)
-    child.start()
-    send.close()
-    where: tuple = ("start", "")
-    try:
-        while True:
-            wait = None if timeout is None else timeout + _GRACE
-            if not receive.poll(wait):
-                child.kill()
-                child.join()
-                return _ended(where, f"no return within --timeout {timeout:g} s and the alarm ignored: "
-                                     "killed", plugins)
-            try:
-                message = receive.recv()
-            except EOFError:
-                child.join()
-                return _ended(where, _how(child.exitcode), plugins)
-            tag = message[0]
-            if tag in ("importing", "registering"):
-                where = (tag, message[1])
-            elif tag == "component":
-                where = ("component", message[1], message[2], "")
-            elif tag == "call":
-                if where[0] == "component":
-                    where = (*where[:3], message[1])
-            elif tag == "result":
-                emit(message[1])
-            elif tag == "finished":
-                done.add(tuple(message[1:]))
-            elif tag == "error":
-                child.join()
-                raise (PluginError if message[1] == "PluginError" else UserError)(message[2])
-            elif tag == "done":
-                child.join()
-                return None
-    finally:
-        receive.close()
-        if child.is_alive():
-            child.kill()
-            child.join()
+    def on_message(message: tuple) -> bool:
+        tag = message[0]
+        if tag == "result":
+            emit(message[1])
+        elif tag == "finished":
+            done.add(message[1:])
+        elif tag == "error":
+            raise message[1]
+        elif tag == "done":
+            return True
+        else:  # the step the child starts: importing a plugin, registering, checking a component
+            where[:] = message
+        return False
 
-
-def _how(code: Optional[int]) -> str:
-    import signal
-
-    if code is not None and code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-def _ended(where: tuple, how: str, plugins: Sequence[str] = ()) -> tuple:
-    """What a child that ended means: a `PluginError` during an import, else its component's failure."""
+    args = (slot, plugins, tuple(names), seed, timeout, frozenset(done))
+    how = watch_child(_child, args, None if timeout is None else timeout + _GRACE, on_message)
+    if how == "":
+        return None
+    if how is None:
+        how = f"no return within --timeout {timeout:g} s and the alarm ignored: killed"
     if where[0] == "importing":
         what = "plugin file" if is_file_spec(where[1]) else "plugin module"
         raise PluginError(f"{what} {where[1]} ended the process while being imported ({how})")
@@ -764,27 +716,26 @@ def _ended(where: tuple, how: str, plugins: Sequence[str] = ()) -> tuple:
                           f"plugins: {', '.join(plugins) or 'built-ins and entry points'}")
     if where[0] != "component":
         raise UserError(f"cmbench check: the checking process ended before any component was checked ({how})")
-    _, kind, name, call = where
-    return kind, name, f"ended its process ({how})" + (f" in {call}" if call else "")
+    call = slot.value.decode("utf-8", "replace")
+    return where[1], where[2], f"ended its process ({how})" + (f" in {call}" if call else "")
 
 
-def _child(conn, plugins, names, seed, timeout, done) -> None:
-    """The child of `run_checks`: import, check, report each step to the parent through ``conn``."""
+def _child(conn, slot, plugins, names, seed, timeout, done) -> None:
+    """The guard process of `run_checks`: import, check, report each step to the parent through ``conn``."""
     from . import plugins as plugin_host
+    from .runner import guard
 
     plugin_host.PREFLIGHT = False  # this process is the guard
-    _BEAT[0] = lambda fn: conn.send(("call", _fn_name(fn)))
+    guard.RUNNING = slot
     try:
         for spec in plugins:  # one at a time: the parent names the one that ends the process
-            if spec.startswith("cmbench.builtins.") or spec.startswith("cmbench."):
-                continue
-            conn.send(("importing", spec))
-            resolve_plugin(spec)
-        conn.send(("registering", ""))
-        registry = load_for_check(plugins)
-        chosen = select(registry, plugins, names)
+            if not spec.startswith("cmbench."):
+                conn.send(("importing", spec))
+                resolve_plugin(spec)
+        conn.send(("registering",))
+        chosen = select(load_for_check(plugins), plugins, names)
     except UserError as exc:
-        conn.send(("error", type(exc).__name__, str(exc)))
+        conn.send(("error", exc))
         return
     for kind, decl in chosen:
         if (kind, decl.name) in done:
@@ -794,12 +745,6 @@ def _child(conn, plugins, names, seed, timeout, done) -> None:
             conn.send(("result", result))
         conn.send(("finished", kind, decl.name))
     conn.send(("done",))
-
-
-def _fn_name(fn: Callable) -> str:
-    name = getattr(fn, "__qualname__", None) or repr(fn)
-    code = getattr(fn, "__code__", None)
-    return f"{name}() of {code.co_filename}" if code is not None else f"{name}()"
 
 
 def assert_ok(probe: Probe, what: str = "") -> Probe:

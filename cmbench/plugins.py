@@ -440,6 +440,46 @@ def child_context():
     return context(["cmbench.plugins"])  # the one forkserver of this process (`cmbench.forking`)
 
 
+def watch_child(target, args: tuple, wait, on_message) -> str | None:
+    """Run ``target(conn, *args)`` in a guard process (`child_context`) and hand each message
+    it sends through ``conn`` to ``on_message``, until that returns True.
+
+    The one guard process of `preflight` and `cmbench check`: a plugin that ends its
+    process there (``os._exit``, a signal) is told apart from one that finishes.
+    Returns ``""`` when ``on_message`` said done, None when no message came within
+    ``wait`` seconds (the child is then killed), else how the child ended
+    (``"exit code 7"``, ``"killed by signal SIGKILL"``).
+    """
+    import signal
+
+    ctx = child_context()
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=target, args=(send, *args), daemon=True)
+    child.start()
+    send.close()
+    try:
+        while receive.poll(wait):
+            try:
+                message = receive.recv()
+            except EOFError:
+                child.join()
+                code = child.exitcode
+                if code is None or code >= 0:
+                    return f"exit code {code}"
+                try:
+                    return f"killed by signal {signal.Signals(-code).name}"
+                except ValueError:
+                    return f"killed by signal {-code}"
+            if on_message(message):
+                return ""
+        return None
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.kill()
+        child.join()
+
+
 #: import a plugin file in a child process first (`preflight`); off in the guard processes themselves
 PREFLIGHT = True
 #: seconds a plugin file may take to import in `preflight`
@@ -485,28 +525,12 @@ def preflight(path: Path, raw: bytes) -> None:
     digest = hashlib.sha256(raw).hexdigest()
     if not PREFLIGHT or digest in _PREFLIGHT_PASSED:
         return
-    ctx = child_context()
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_preflight_child, args=(send, str(path)), daemon=True)
-    child.start()
-    send.close()
-    try:
-        if not receive.poll(PREFLIGHT_TIMEOUT):
-            raise PluginError(f"plugin file {path} did not finish importing within {PREFLIGHT_TIMEOUT:g} s")
-        try:
-            receive.recv()
-        except EOFError:
-            child.join()
-            code = child.exitcode
-            how = (f"killed by signal {-code}" if code is not None and code < 0
-                   else f"exit code {code}")
-            raise PluginError(f"plugin file {path} ended the process while being imported or registered "
-                              f"({how}); a plugin may not exit at import") from None
-    finally:
-        receive.close()
-        if child.is_alive():
-            child.kill()
-        child.join()
+    how = watch_child(_preflight_child, (str(path),), PREFLIGHT_TIMEOUT, lambda message: True)
+    if how is None:
+        raise PluginError(f"plugin file {path} did not finish importing within {PREFLIGHT_TIMEOUT:g} s")
+    if how:
+        raise PluginError(f"plugin file {path} ended the process while being imported or registered "
+                          f"({how}); a plugin may not exit at import")
     _PREFLIGHT_PASSED.add(digest)
 
 
