@@ -26,7 +26,7 @@ from pathlib import Path
 import random
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -173,7 +173,7 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _entry(kind: str, decl: Component, params: dict) -> Entry:
+def _entry(decl: Component, params: dict) -> Entry:
     return Entry(label=decl.name, decl=decl, params=dict(params), source="cmbench check")
 
 
@@ -223,11 +223,8 @@ def probe_estimator(decl: Estimator, X: np.ndarray, seed: int, params: Optional[
     probe = Probe()
     out = _twice(probe, decl.fn, (X,), lambda: dict(rng=np.random.default_rng(seed), **params))
     check = OUTPUT["estimators"]
-    if out.error:
-        probe.fail(check, out.error)
-    elif out.undefined:
-        probe.undefined = out.undefined
-        if not np.isnan(X).any():
+    if _no_value(probe, out, check):
+        if out.undefined and not np.isnan(X).any():
             probe.fail(check, f"{out.undefined} on data without missing entries")
     else:
         try:
@@ -261,7 +258,7 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
         probe.fail(shape_check, f"returned {Y.dtype} of shape {Y.shape}, expected float of shape {X.shape}")
         return probe
     try:
-        check_corruption(Y, X, _entry("adversaries", decl, params), budget)
+        check_corruption(Y, X, _entry(decl, params), budget)
     except ValueError as exc:
         probe.fail(budget_check, f"at budget {budget:g}: {exc}")
     changed = changed_entries(X, Y)
@@ -320,32 +317,22 @@ def probe_recoverer(decl: Recoverer, Xc: np.ndarray, seed: int, structure=None, 
     return probe
 
 
-class _Again(Exception):
-    """The second load of a data set did not give data."""
-
-
 def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[dict] = None) -> Probe:
     """Load data set ``decl`` and check what it returns; a `UserError` (absent file,
     required parameter) leaves ``problems`` empty and says why in ``undefined``."""
     params = dict(decl.params if params is None else params)
     probe = Probe()
     valid_check, same_check = CHECKS["datasets"][:2]
-    entry = _entry("datasets", decl, params)
+    entry = _entry(decl, params)
 
     def load(noise: int) -> _Call:
-        np.random.seed(noise)
-        random.seed(noise)
-        return _guarded(decl.fn, (), dict(instance=instance, rng=np.random.default_rng(seed), **params))
+        return _call(decl.fn, (), dict(instance=instance, rng=np.random.default_rng(seed), **params), noise)
 
     first = load(1)
     if first.user_error:
         probe.undefined = f"needs input to load: {first.user_error}"
         return probe
-    if first.undefined:
-        probe.undefined = first.undefined
-        return probe
-    if first.error:
-        probe.fail(valid_check, first.error)
+    if _no_value(probe, first, valid_check):
         return probe
     try:
         data = check_data(first.value, entry)
@@ -353,14 +340,14 @@ def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[
         probe.fail(valid_check, str(exc))
         return probe
     second = load(2)
-    try:
-        if second.error or second.undefined:
-            raise _Again(second.error or second.undefined)
-        again = check_data(second.value, entry)
-    except _Again as exc:
-        probe.fail(same_check, f"the second load {exc}")
-    except Exception as exc:
-        probe.fail(same_check, f"the second load raised {describe_error(exc, decl.fn)}")
+    problem = second.error or second.undefined
+    if not problem:
+        try:
+            again = check_data(second.value, entry)
+        except Exception as exc:
+            problem = f"raised {describe_error(exc, decl.fn)}"
+    if problem:
+        probe.fail(same_check, f"the second load {problem}")
     else:
         for name in ("X", "mean", "cov", "structure"):
             a, b = getattr(data, name), getattr(again, name)
@@ -513,42 +500,39 @@ def check_component(kind: str, decl: Component, seed: int = 0,
         _TIMED_OUT[0] = False
 
 
-def _check_component(kind: str, decl: Component, seed: int) -> list[Result]:
-    failures: dict = {}  # check -> first reason
-    skipped: list = []
-
-    def collect(label: str, probe: Probe) -> None:
-        for check, reason in probe.problems.items():
-            failures.setdefault(check, f"{reason} [{label}]")
-        if probe.undefined:
-            skipped.append(f"{label}: {probe.undefined}")
-
-    ran = 0
+def _probes(kind: str, decl: Component, seed: int) -> Iterator[tuple[str, Probe]]:
+    """``(case label, probe)`` of each generated case of ``kind``, probed as it is asked for."""
     if kind == "estimators":
         for label, X in estimator_cases(seed):
-            collect(label, probe_estimator(decl, X, seed))
-            ran += 1
+            yield label, probe_estimator(decl, X, seed)
     elif kind == "adversaries":
         for label, X, A in adversary_cases(seed):
             for budget in (0.0, *BUDGETS) if not decl.adaptive else (0.0, 0.1, 0.5):
-                collect(f"{label}, budget {budget:g}", probe_adversary(decl, X, budget, seed, structure=A))
-                ran += 1
+                yield f"{label}, budget {budget:g}", probe_adversary(decl, X, budget, seed, structure=A)
     elif kind == "recoverers":
         for label, Xc, A, r, mode in recoverer_cases(decl, seed):
-            collect(label, probe_recoverer(decl, Xc, seed, structure=A if decl.needs_structure else None,
-                                           rank=r, mode=mode))
-            ran += 1
+            yield label, probe_recoverer(decl, Xc, seed, structure=A if decl.needs_structure else None,
+                                         rank=r, mode=mode)
     elif kind == "datasets":
-        collect("instance 0", probe_dataset(decl, seed))
-        ran += 1
+        yield "instance 0", probe_dataset(decl, seed)
     elif kind == "metrics":
         rng = np.random.default_rng(seed)
         X, A = _low_rank(rng, 40, 6, 2)
         mu = X.mean(axis=0)
         for label, cov in (("covariance known", np.cov(X.T)), ("covariance unknown", None)):
             data = Data(X=X, mean=mu, cov=cov, structure=A, rank=2)
-            collect(label, probe_metric(decl, mu + rng.normal(size=6), data))
-            ran += 1
+            yield label, probe_metric(decl, mu + rng.normal(size=6), data)
+
+
+def _check_component(kind: str, decl: Component, seed: int) -> list[Result]:
+    failures: dict = {}  # check -> first reason
+    skipped: list = []
+    ran = 0
+    for ran, (label, probe) in enumerate(_probes(kind, decl, seed), 1):
+        for check, reason in probe.problems.items():
+            failures.setdefault(check, f"{reason} [{label}]")
+        if probe.undefined:
+            skipped.append(f"{label}: {probe.undefined}")
     results = []
     for check in CHECKS[kind]:
         if check == PARAMS:
@@ -565,15 +549,16 @@ def _check_component(kind: str, decl: Component, seed: int) -> list[Result]:
 
 def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str] = ()
            ) -> list[tuple[str, Component]]:
-    """The components to check: those ``plugins`` declared (all of them when no plugin is
-    given), narrowed to ``names`` (``NAME`` or ``KIND:NAME``, e.g. ``estimator:mean``).
+    """The components to check: those ``plugins`` (specs as `run_checks` resolves them)
+    declared (all of them when no plugin is given), narrowed to ``names`` (``NAME`` or
+    ``KIND:NAME``, e.g. ``estimator:mean``).
 
     Raises
     ------
     UserError
         A name no selected component has (with the close matches).
     """
-    labels = {_plugin_label(registry, p) for p in plugins}
+    labels = {_label(p) for p in plugins}
     pool = [(kind, decl) for kind in KINDS for name, decl in registry.kind(kind).items()
             if not labels or registry.source(kind, name).plugin in labels]
     if plugins and not pool:
@@ -595,37 +580,15 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
     return chosen
 
 
-def _plugin_label(registry: Registry, spec: str) -> str:
-    """The source label ``spec`` was loaded under (a resolved path, a module, a built-in)."""
-    known = {s.plugin for s in registry.plugins}
-    spec = str(spec)
-    if spec in known:
-        return spec
-    if spec.startswith("cmbench.builtins."):
-        return "cmbench." + spec[len("cmbench.builtins."):]
-    if is_file_spec(spec):
-        from pathlib import Path
-
-        return str(Path(spec).resolve())
-    return spec
+def _label(spec: str) -> str:
+    """The source label a plugin spec (as `run_checks` resolves it) is loaded under."""
+    return "cmbench." + spec[len("cmbench.builtins."):] if spec.startswith("cmbench.builtins.") else spec
 
 
 def load_for_check(plugins: Sequence[str] = ()) -> Registry:
-    """Load the built-ins, entry points and the ``plugins`` not already loaded under their name.
-
-    Parameters
-    ----------
-    plugins : sequence of str
-        Plugin specs as for ``--plugin``, or a loaded plugin's name (``cmbench.estimators``).
-
-    Returns
-    -------
-    Registry
-    """
-    registry = load_plugins(())
-    known = {s.plugin for s in registry.plugins}
-    extra = [p for p in plugins if str(p) not in known and not str(p).startswith("cmbench.builtins.")]
-    return load_plugins(extra) if extra else registry
+    """The built-ins, entry points and ``plugins`` (a built-in named by its module,
+    ``cmbench.estimators``, is loaded already)."""
+    return load_plugins([p for p in plugins if not p.startswith("cmbench.")])
 
 
 def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int = 0,
