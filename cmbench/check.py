@@ -122,42 +122,33 @@ _LIMIT = [DEFAULT_TIMEOUT]  # set by `check_component` for the calls of one comp
 _TIMED_OUT = [False]  # a call of the component being checked timed out
 
 
-def _guarded(fn: Callable, args: tuple, kwargs: dict) -> _Call:
-    """One plugin call through the runner's guarded call (`cmbench.runner.guard.call`): the
-    per-call timeout, ``BaseException`` (``SystemExit`` too) caught, as in a suite's cells."""
-    out = _Call()
-    if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
-        out.error = f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s"
-        return out
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
-        outcome = guarded_call(fn, _LIMIT[0], *args, **kwargs)
-    if outcome.status == OK:
-        out.value = outcome.value
-    elif outcome.status in (UNDEFINED, NOT_APPLICABLE):
-        out.undefined = f"{'Undefined' if outcome.status == UNDEFINED else 'NotApplicable'}: {outcome.error}"
-    elif outcome.user_error:
-        out.user_error = outcome.user_error
-        out.error = f"raised {outcome.error}"
-    elif outcome.status == TIMEOUT_STATUS:
-        _TIMED_OUT[0] = True
-        out.error = f"did not return within --timeout {_LIMIT[0]:g} s"
-    else:  # the component's bug, reported as its check's failure
-        out.error = f"raised {outcome.error}"
-    return out
-
-
 def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     """Call ``fn`` on private copies of its array arguments; report what it did to them.
 
+    The call goes through the runner's guarded call (`cmbench.runner.guard.call`): the
+    per-call timeout, ``BaseException`` (``SystemExit`` too) caught, as in a suite's cells.
     The global NumPy and ``random`` states are reseeded with ``noise`` first, so
     that two calls with the same ``rng`` but different ``noise`` differ only if
     the component draws from somewhere other than its ``rng``.
     """
+    out = _Call()
+    if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
+        out.error = f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s"
+        return out
     copies = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     np.random.seed(noise)
     random.seed(noise)
-    out = _guarded(fn, copies, kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
+        outcome = guarded_call(fn, _LIMIT[0], *copies, **kwargs)
+    out.value, out.user_error = outcome.value, outcome.user_error
+    if outcome.status in (UNDEFINED, NOT_APPLICABLE):
+        out.undefined = f"{'Undefined' if outcome.status == UNDEFINED else 'NotApplicable'}: {outcome.error}"
+    elif outcome.status == TIMEOUT_STATUS:
+        _TIMED_OUT[0] = True
+        out.error = f"did not return within --timeout {_LIMIT[0]:g} s"
+    elif outcome.status != OK:  # the component's bug (or a data set's missing input), reported as its check's failure
+        out.error = f"raised {outcome.error}"
     for i, (a, c) in enumerate(zip(args, copies)):
         if isinstance(a, np.ndarray) and not np.array_equal(a, c, equal_nan=True):
             where = np.argwhere(changed_entries(a, c))
@@ -558,7 +549,7 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
     UserError
         A name no selected component has (with the close matches).
     """
-    labels = {_label(p) for p in plugins}
+    labels = {"cmbench." + p[len("cmbench.builtins."):] if p.startswith("cmbench.builtins.") else p for p in plugins}
     pool = [(kind, decl) for kind in KINDS for name, decl in registry.kind(kind).items()
             if not labels or registry.source(kind, name).plugin in labels]
     if plugins and not pool:
@@ -578,17 +569,6 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
             raise UserError(f"no component {want!r}{where}; {choices_hint(name, sorted({d.name for _, d in pool}))}")
         chosen += [h for h in hits if h not in chosen]
     return chosen
-
-
-def _label(spec: str) -> str:
-    """The source label a plugin spec (as `run_checks` resolves it) is loaded under."""
-    return "cmbench." + spec[len("cmbench.builtins."):] if spec.startswith("cmbench.builtins.") else spec
-
-
-def load_for_check(plugins: Sequence[str] = ()) -> Registry:
-    """The built-ins, entry points and ``plugins`` (a built-in named by its module,
-    ``cmbench.estimators``, is loaded already)."""
-    return load_plugins([p for p in plugins if not p.startswith("cmbench.")])
 
 
 def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int = 0,
@@ -696,7 +676,8 @@ def _child(conn, slot, plugins, names, seed, timeout, done) -> None:
                 conn.send(("importing", spec))
                 resolve_plugin(spec)
         conn.send(("registering",))
-        chosen = select(load_for_check(plugins), plugins, names)
+        # a built-in named by its module (``cmbench.estimators``) is loaded already
+        chosen = select(load_plugins([p for p in plugins if not p.startswith("cmbench.")]), plugins, names)
     except UserError as exc:
         conn.send(("error", exc))
         return

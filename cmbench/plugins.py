@@ -419,14 +419,8 @@ class _ShippedSource(importlib.abc.Loader):
     def __init__(self, path: Path, source: bytes) -> None:
         self.path, self.source = str(path), source
 
-    def create_module(self, spec):
-        return None  # the default module
-
     def exec_module(self, module: ModuleType) -> None:
         exec(compile(self.source, self.path, "exec", dont_inherit=True), module.__dict__)
-
-    def get_filename(self, fullname: str) -> str:
-        return self.path
 
     def get_source(self, fullname: str) -> str:
         return importlib.util.decode_source(self.source)
