@@ -49,15 +49,11 @@ def plugins(plugins, with_params) -> None:
 
     registry = load_plugins(plugins)
     kinds = ("datasets", "adversaries", "recoverers", "estimators", "metrics")
-    if with_params:
-        rows = [(SINGULAR[kind], name, str(registry.source(kind, name)),
-                 " ".join(f"{p['name']}={p['default']}" for p in describe_params(decl)) or "-")
-                for kind in kinds for name, decl in registry.kind(kind).items()]
-        _table(("kind", "name", "plugin", "parameters (name=default)"), rows)
-    else:
-        rows = [(SINGULAR[kind], name, str(registry.source(kind, name)), decl.description)
-                for kind in kinds for name, decl in registry.kind(kind).items()]
-        _table(("kind", "name", "plugin", "description"), rows)
+    last = lambda decl: (" ".join(f"{p['name']}={p['default']}" for p in describe_params(decl)) or "-"  # noqa: E731
+                         if with_params else decl.description)
+    _table(("kind", "name", "plugin", "parameters (name=default)" if with_params else "description"),
+           [(SINGULAR[kind], name, str(registry.source(kind, name)), last(decl))
+            for kind in kinds for name, decl in registry.kind(kind).items()])
     if not registry.autoload:
         click.echo(f"note: {AUTOLOAD_ENV} is set: entry-point plugins were not loaded")
 
@@ -463,6 +459,7 @@ def cache_clear(suite, out) -> None:
 
 def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:
     from .runner.dryrun import dry_run
+    from .runner.store import format_size
 
     plan = dry_run(suite, out=out, plugins=plugins, experiments=experiments, select=select, timeout=timeout)
     what = " (a slice)" if plan.sliced else ""
@@ -474,15 +471,9 @@ def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:
     click.echo(f"{total} cells, {cached} cached, {total - cached} to compute")
     click.echo("largest data sets:")
     for label, shape, where in plan.datasets[:5]:
-        size = f"{shape[0]:,} x {shape[1]:,} ({_bytes(shape[0] * shape[1] * 8)} per array)" if shape else "?"
+        size = f"{shape[0]:,} x {shape[1]:,} ({format_size(shape[0] * shape[1] * 8)} per array)" if shape else "?"
         click.echo(f"  {label}: {size}, {where}")
     click.echo(f"would write: cubes in {plan.cubes}, report {plan.report}")
-
-
-def _bytes(n: int) -> str:
-    from .runner.store import format_size
-
-    return format_size(n)
 
 
 def _table(header, rows) -> None:
