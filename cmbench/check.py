@@ -70,7 +70,6 @@ CHECKS = {
 }
 OUTPUT = {kind: checks[0] for kind, checks in CHECKS.items()}
 BUDGETS = (0.05, 0.1, 0.25, 0.5, 1.0)
-_STABLE = "stable"  # the recoverer check that only applies to missing mode
 
 
 @dataclass(frozen=True)
