@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import itertools
 from typing import Sequence
 
 from .errors import UserError
@@ -71,14 +72,10 @@ def slice_suite(suite: Suite, experiments: Sequence[str] = (), patterns: Sequenc
 
 def _narrow(exp: Experiment, patterns: Sequence[str]) -> Experiment | None:
     keep = {kind: set() for kind in KINDS}
-    for d in exp.datasets:
-        for a in exp.adversaries:
-            for r in exp.recoverers:
-                for e in exp.estimators:
-                    labels = (d.label, a.label, r.label, e.label)
-                    if any(matches(p, labels) for p in patterns):
-                        for kind, label in zip(KINDS, labels):
-                            keep[kind].add(label)
+    for labels in itertools.product(*([x.label for x in getattr(exp, kind)] for kind in KINDS)):
+        if any(matches(p, labels) for p in patterns):
+            for kind, label in zip(KINDS, labels):
+                keep[kind].add(label)
     if not keep["datasets"]:
         return None
     lists = {kind: tuple(x for x in getattr(exp, kind) if x.label in keep[kind]) for kind in KINDS}
