@@ -167,14 +167,15 @@ def _entry(decl: Component, params: dict) -> Entry:
     return Entry(label=decl.name, decl=decl, params=dict(params), source="cmbench check")
 
 
-def _twice(probe: Probe, fn: Callable, args: tuple, kwargs_for: Callable[[], dict]) -> _Call:
-    """Call twice with equal rngs and different global states; record modification and determinism."""
-    first = _call(fn, args, kwargs_for(), noise=1)
+def _twice(probe: Probe, fn: Callable, args: tuple, seed: int, /, **kwargs) -> _Call:
+    """Call twice with equal rngs (seeded with ``seed``) and different global states; record
+    modification and determinism."""
+    first = _call(fn, args, dict(rng=np.random.default_rng(seed), **kwargs), noise=1)
     if first.modified:
         probe.fail(UNMODIFIED, first.modified)
     if first.error or first.undefined:
         return first
-    second = _call(fn, args, kwargs_for(), noise=2)
+    second = _call(fn, args, dict(rng=np.random.default_rng(seed), **kwargs), noise=2)
     if not second.error and not second.undefined and not _same(_array(first.value), _array(second.value)):
         probe.fail(SAME_RNG, "two calls with equally seeded rngs gave different results")
     return first
@@ -211,7 +212,7 @@ def probe_estimator(decl: Estimator, X: np.ndarray, seed: int, params: Optional[
     params = dict(decl.params if params is None else params)
     X = np.asarray(X, dtype=float)
     probe = Probe()
-    out = _twice(probe, decl.fn, (X,), lambda: dict(rng=np.random.default_rng(seed), **params))
+    out = _twice(probe, decl.fn, (X,), seed, **params)
     check = OUTPUT["estimators"]
     if _no_value(probe, out, check):
         if out.undefined and not np.isnan(X).any():
@@ -234,12 +235,8 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
     params = dict(decl.params if params is None else params)
     X = np.asarray(X, dtype=float)
     probe = Probe()
-
-    def kwargs():
-        extra = {"pipeline": pipeline or _mean_pipeline(X)} if decl.adaptive else {}
-        return dict(rng=np.random.default_rng(seed), structure=structure, **params, **extra)
-
-    out = _twice(probe, decl.fn, (X, budget), kwargs)
+    extra = {"pipeline": pipeline or _mean_pipeline(X)} if decl.adaptive else {}
+    out = _twice(probe, decl.fn, (X, budget), seed, structure=structure, **params, **extra)
     shape_check, budget_check, zero_check = CHECKS["adversaries"][:3]
     if _no_value(probe, out, shape_check):
         return probe
@@ -287,8 +284,7 @@ def probe_recoverer(decl: Recoverer, Xc: np.ndarray, seed: int, structure=None, 
     rank = params.pop("rank", rank)
     Xc = np.asarray(Xc, dtype=float)
     probe = Probe()
-    out = _twice(probe, decl.fn, (Xc,),
-                 lambda: dict(rng=np.random.default_rng(seed), structure=structure, rank=rank, **params))
+    out = _twice(probe, decl.fn, (Xc,), seed, structure=structure, rank=rank, **params)
     shape_check, keep_check = CHECKS["recoverers"][:2]
     if _no_value(probe, out, shape_check):
         return probe
