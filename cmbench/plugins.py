@@ -54,7 +54,7 @@ KINDS = {
 }
 SINGULAR = {"adversaries": "adversary", "recoverers": "recoverer", "estimators": "estimator",
             "datasets": "dataset", "metrics": "metric"}
-#: the environment variable that turns entry-point plugins off
+#: the environment variable that turns entry-point plugins off (set to anything but empty or ``0``)
 AUTOLOAD_ENV = "CMBENCH_DISABLE_PLUGIN_AUTOLOAD"
 #: cube variables a metric may not be named after
 RESERVED_METRIC_NAMES = ("seconds", "evaluations", "status", "error", "traceback")
@@ -63,23 +63,12 @@ KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 # What each kind's callable is called with, to check its signature fits.
 _X = np.zeros((2, 2))
 _CALLS = {
-    "adversaries": lambda c: ((_X, 0.0), dict(rng=None, structure=None)),
-    "recoverers": lambda c: ((_X,), dict(rng=None, structure=None, rank=None)),
-    "estimators": lambda c: ((_X,), dict(rng=None)),
-    "datasets": lambda c: ((), dict(instance=0, rng=None)),
-    "metrics": lambda c: ((_X[0], None), {}),
+    "adversaries": ((_X, 0.0), dict(rng=None, structure=None)),
+    "recoverers": ((_X,), dict(rng=None, structure=None, rank=None)),
+    "estimators": ((_X,), dict(rng=None)),
+    "datasets": ((), dict(instance=0, rng=None)),
+    "metrics": ((_X[0], None), {}),
 }
-
-
-def autoload_disabled() -> bool:
-    """Whether ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` asks to skip entry-point plugins.
-
-    Returns
-    -------
-    bool
-        True when the variable is set to anything but empty or ``0``.
-    """
-    return os.environ.get(AUTOLOAD_ENV, "").strip() not in ("", "0")
 
 
 @dataclass(frozen=True)
@@ -394,7 +383,7 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
         sig = inspect.signature(item.fn)
     except (TypeError, ValueError):
         return  # builtins without a signature: nothing to check
-    args, kwargs = _CALLS[kind](item)
+    args, kwargs = _CALLS[kind]
     if getattr(item, "adaptive", False):
         kwargs = dict(kwargs, pipeline=None)
     if getattr(item, "inputs", ()):  # a metric's inputs from the runner (`cmbench.Metric`)
@@ -687,7 +676,7 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
     for name in BUILTIN_MODULES:
         module = importlib.import_module(f"cmbench.builtins.{name}")
         loader.add(module, Source(f"cmbench.{name}", __version__))
-    loader.registry.autoload = not autoload_disabled()
+    loader.registry.autoload = os.environ.get(AUTOLOAD_ENV, "").strip() in ("", "0")  # as pytest's variable
     entry_points = importlib.metadata.entry_points(group="cmbench") if loader.registry.autoload else ()
     for ep in sorted(entry_points, key=lambda e: e.name):
         dist = getattr(ep, "dist", None)
