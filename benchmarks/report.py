@@ -43,7 +43,7 @@ from pathlib import Path
 from types import SimpleNamespace
 suite, plugin, folder, workers = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 from cmbench import cli, cube
-from cmbench.runner.outputs import content_digest
+from cmbench.stamps import content_digest
 from cmbench.suite import load_suite
 loaded = load_suite(suite, [plugin] if plugin else [])  # what the run's process holds at its end
 names = [e.name for e in loaded.experiments]

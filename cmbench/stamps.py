@@ -1,17 +1,43 @@
 """Stamps of written outputs: what each file was made from, and the SHA-256 of what was written.
 
-The runner stamps its cubes and the report package its drawn reports, so that
-a rerun which would write the same content leaves the file alone. A file is
+A rerun that computes nothing assembles the same cubes; writing them and
+redrawing the report again would cost most of its time. So the runner stamps
+its cubes (with `content_digest`) and the report package its drawn reports,
+and a rerun which would write the same content leaves the file alone. A file is
 current only while both its source digest and its content digest match, so a
 deleted, edited or replaced file is always written anew.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from .files import atomic_write, sha256_of
+from .version import __version__
+
+#: the stamps of written cubes, in the suite's cache folder
+CUBE_STAMPS = "outputs.json"
+_VOLATILE = ("created", "host")  # attributes that say when and where, not what
+
+
+def content_digest(ds) -> str:
+    """A digest of a cube's variables, coordinates and attributes, except its creation time and host."""
+    h = hashlib.sha256(__version__.encode())
+    for name in sorted(map(str, ds.variables)):
+        var = ds.variables[name]
+        a = np.asarray(var.values)
+        h.update(f"\x1e{name}{var.dims}{a.shape}{a.dtype.kind}".encode())
+        if a.dtype.kind in "OUS":
+            h.update("\x1f".join(map(str, a.ravel())).encode())
+        else:
+            h.update(np.ascontiguousarray(a).tobytes())
+    attrs = {k: v for k, v in ds.attrs.items() if k not in _VOLATILE}
+    h.update(json.dumps(attrs, sort_keys=True, default=str).encode())
+    return h.hexdigest()
 
 
 class Stamps:

@@ -293,7 +293,7 @@ _KEEP = 16
 def evaluate_cube(ds: xr.Dataset, digest: str | None = None) -> list[Verdict]:
     """Every claim recorded in the cube, evaluated on it.
 
-    ``digest``: the cube's content digest (`cmbench.runner.outputs.content_digest`,
+    ``digest``: the cube's content digest (`cmbench.stamps.content_digest`,
     which a run gives with its cubes). Verdicts are a function of the content, so
     a cube whose digest was evaluated before in this process (the terminal's
     table, the report's page) is not evaluated again.

@@ -26,7 +26,7 @@ ADVERSARIES = ("min-rho", "random-rho")
 def _run(tmp_path: Path, name: str, ds, workers: int, cache: Path | None = None) -> SimpleNamespace:
     """A finished run's outputs (as the runner gives them) for ``ds``, its reports written."""
     from cmbench.cube import save
-    from cmbench.runner.outputs import content_digest
+    from cmbench.stamps import content_digest
 
     folder = tmp_path / name
     cube = save(ds, folder / "smoke" / "synthetic.nc")

@@ -114,7 +114,7 @@ def test_long_units_go_first():
     data = {("e", "big"): Loaded({"shape": [1000, 50]}), ("e", "small"): Loaded({"shape": [100, 5]})}
 
     def job(dataset, budget, work):
-        return Job("s.toml", (), "e", dataset, 0, "hide", budget, work=work)
+        return Job("", "e", dataset, 0, "hide", budget, work=work)
 
     recover = Work(recover=("r",), estimate=(("r", "a"),))
     estimate = Work(corruption=False, recovered=(("r", b"", 1.0),), estimate=(("r", "a"),))

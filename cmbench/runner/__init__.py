@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
 from ..files import check_target
+from ..options import check_run_options
 from ..output import writable_folder
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
@@ -92,16 +92,12 @@ class RunOutputs:
     digests: tuple  # a digest of each cube's content (not its creation time)
     report: Path  # the reports' path without suffix: ``<out>/<suite>[-slice]``
     cache: Path  # the suite's cache folder, where drawn pages are kept
-    lock: Optional[Path] = None  # the run lock's file, held while ``then`` runs (`run_suite`)
-    #: the cubes as written (xarray Datasets, in the order of ``cubes``): a report draws from
-    #: them instead of reading the files back; empty when only the files are known
-    datasets: tuple = ()
 
 
 def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
     """Every unit of the suite, grouped by data set so per-process data memos hit.
 
-    ``bundle``: the digest of the suite's bundle, by which workers find it.
+    ``bundle``: the digest of the suite's bundle, by which workers find it (`pack`).
     """
     jobs = []
     for exp in suite.experiments:
@@ -109,8 +105,7 @@ def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> lis
             for inst in exp.instances:
                 for adv in exp.adversaries:
                     for budget in exp.budgets:
-                        jobs.append((exp, Job(str(suite.path), suite.plugins, exp.name, ds.label,
-                                              inst, adv.label, budget, timeout, suite.hash, bundle)))
+                        jobs.append((exp, Job(bundle, exp.name, ds.label, inst, adv.label, budget, timeout)))
     return jobs
 
 
@@ -175,12 +170,7 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     full = load_suite(name_or_path, plugins)
     suite = selection.slice_suite(full, experiments, select)
     sliced = selection.is_slice(full, suite)
-    if post_mortem and (workers > 1 or scheduler):
-        raise UserError("--pdb debugs in this process: it cannot be combined with --workers or --scheduler")
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1, got {workers}")
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise UserError(f"--timeout must be a positive number of seconds, got {timeout}")
+    check_run_options(workers=workers, timeout=timeout, scheduler=scheduler, post_mortem=post_mortem)
     cap = _cache_cap(suite, cache_size)
     check_data_files(suite)
     root = check_target(Path(out) / suite.name, root=out, kind="folder")
@@ -203,14 +193,13 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         finally:
             guard.POST_MORTEM = False
         folder = root / "slice" if sliced else root
-        written, digests = _write_cubes(suite, results, timeout, store, root, folder, datasets)
+        written, digests = _write_cubes(suite, results, store, folder, root, datasets)
         store.evict()
         stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
         stats.evicted = store.evicted
         stats.outputs = RunOutputs(cubes=tuple(folder / f"{e.name}.nc" for e in suite.experiments),
                                    digests=tuple(digests), report=Path(out) / f"{suite.name}{'-slice' if sliced else ''}",
-                                   cache=store.cache, lock=store.lock_path,
-                                   datasets=tuple(written[e.name] for e in suite.experiments))
+                                   cache=store.cache)
         if then is not None:
             then(stats.outputs)
     finally:
@@ -229,19 +218,18 @@ def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
     return packed
 
 
-def _write_cubes(suite: Suite, results: dict, timeout, store: Store, root: Path,
-                 folder: Optional[Path] = None, datasets: Optional[dict] = None) -> tuple[dict, list]:
-    """Assemble and save each cube (in ``folder``, default ``root``), unless the file on disk
+def _write_cubes(suite: Suite, results: dict, store: Store, folder: Path, root: Path,
+                 datasets: dict) -> tuple[dict, list]:
+    """Assemble and save each cube in ``folder`` (inside ``root``), unless the file on disk
     already holds that very cube; ``datasets`` is what `load_datasets` gave."""
     from .. import cube as cubes
-    from ..stamps import Stamps
-    from .outputs import STAMPS, content_digest
+    from ..stamps import CUBE_STAMPS, Stamps, content_digest
 
-    stamps = Stamps(Path(store.cache) / STAMPS)
+    stamps = Stamps(Path(store.cache) / CUBE_STAMPS)
     written, digests = {}, []
     for exp in suite.experiments:
-        ds = assemble(suite, exp, results[exp.name], timeout, store, datasets)
-        path = check_target((folder or root) / f"{exp.name}.nc", root=root, kind="netcdf")
+        ds = assemble(suite, exp, results[exp.name], datasets)
+        path = check_target(folder / f"{exp.name}.nc", root=root, kind="netcdf")
         digest = content_digest(ds)
         stamp = stamps.current(path, digest)
         if stamp is None:
@@ -271,15 +259,13 @@ def _cache_cap(suite: Suite, cache_size) -> int:
         raise UserError(f"{suite.path}: key 'cache_size': {exc}") from None
 
 
-def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool = False,
-           packed: Optional[SuiteBundle] = None, datasets: Optional[dict] = None) -> dict:
+def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool,
+           packed: SuiteBundle, datasets: dict) -> dict:
     """Take every stage the cache holds, compute the rest, store what finished as it arrives.
 
     A unit whose data set failed to load in `load_datasets` takes that failure
     without being computed: a broken data set is loaded once, not per unit.
     """
-    packed = packed if packed is not None else pack(suite, scheduler)
-    datasets = datasets if datasets is not None else {}
     planned = plan(suite, timeout, packed.digest)
     sweep = Sweep(suite=suite, store=store, stats=stats, datasets=datasets, planned=planned,
                   results={exp.name: {} for exp in suite.experiments}, workers=workers, scheduler=scheduler,
@@ -419,10 +405,10 @@ def _first_failure(exp: Experiment, job, result: UnitResult) -> StoppedAtFailure
     raise AssertionError("a failed unit without a failed cell")
 
 
-def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[float] = None,
-             store: Optional[Store] = None, datasets: Optional[dict] = None) -> "xr.Dataset":
+def assemble(suite: Suite, exp: Experiment, results: dict, datasets: dict) -> "xr.Dataset":
     """The experiment's cube from its units' ``results``; ``datasets`` is what `load_datasets`
-    gave (loaded here when absent)."""
+    gave: each data set's shape, rank and, where A is known, m_A and the paper's thresholds
+    (or the ``error`` of a data set that failed to load)."""
     from .. import cube as cubes
 
     coords = {
@@ -445,8 +431,7 @@ def assemble(suite: Suite, exp: Experiment, results: dict, timeout: Optional[flo
                               for m in exp.metric_entries},
         "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,
                                        "adaptive": a.decl.adaptive} for a in exp.adversaries},
-        "datasets_info": {d.label: dataset_info(suite, exp, d.label, timeout, store, datasets)
-                          for d in exp.datasets},
+        "datasets_info": {d.label: datasets[(exp.name, d.label)].info for d in exp.datasets},
         "d_entry_method": "row-correspondence bound (exact for adversaries that corrupt rows in place)",
         "environment": cubes.environment(),
         "suite_text": suite_text(suite),
@@ -471,17 +456,3 @@ def suite_text(suite: Suite) -> str:
         return ""
     return raw.decode("utf-8", errors="replace") if hashlib.sha256(raw).hexdigest() == suite.hash else ""
 
-
-def dataset_info(suite: Suite, exp: Experiment, label: str, timeout: Optional[float] = None,
-                 store: Optional[Store] = None, datasets: Optional[dict] = None) -> dict:
-    """Shape, rank and, where A is known, m_A and the paper's thresholds (cached in ``store``).
-
-    ``datasets`` is what `load_datasets` gave; without it the data set is
-    loaded now, under the same containment (a third-party loader in a child
-    process). A data set that failed to load has an ``error`` instead.
-    """
-    loaded = (datasets or {}).get((exp.name, label))
-    if loaded is None:
-        loaded = load_datasets(suite, store, timeout, experiments=[exp],
-                               isolate=not guard.POST_MORTEM)[(exp.name, label)]
-    return loaded.info

@@ -51,16 +51,13 @@ class Work:
 class Job:
     """Everything a worker needs to compute one unit (``work=None``: all of it)."""
 
-    suite_path: str
-    plugins: tuple
+    bundle: str  # digest of the suite's bundle, installed in the worker's process (`cmbench.bundle`)
     experiment: str
     dataset: str
     instance: int
     adversary: str
     budget: float
     timeout: Optional[float] = None
-    suite_hash: str = ""  # memo key: an edited suite file is a different suite
-    bundle: str = ""  # digest of the suite's bundle installed in this process (`cmbench.bundle`), if any
     work: Optional[Work] = None
 
     @property

@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import UserError
 from .stages import info_key
 from ..cube import FAILED, OK, Record, record
-from .units import Job, blame, experiment_for, loaded, outcome_record
+from .memo import dataset_of
+from .units import Job, blame, loaded, outcome_record
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,7 @@ def declared(entry) -> Optional[dict]:
 
 def probe(job: Job) -> Loaded:
     """Load the job's data set and describe it; runs here or in a worker process, never raises."""
-    _, exp = experiment_for(job)
-    entry = next(d for d in exp.datasets if d.label == job.dataset)
+    entry = dataset_of(job)
     out = loaded(job)
     if out.user_error:
         return Loaded(_empty(entry.name), user_error=out.user_error)
@@ -113,8 +113,7 @@ def probe(job: Job) -> Loaded:
 
 def crashed(job: Job, running: str = "") -> Loaded:
     """The result of a probe whose worker process died: the loader ended the interpreter."""
-    _, exp = experiment_for(job)
-    entry = next(d for d in exp.datasets if d.label == job.dataset)
+    entry = dataset_of(job)
     error = (f"data set {entry.label!r} ({entry.source}): the worker process died while loading it "
              "(the plugin ended the interpreter: os._exit, a segfault, or out of memory)")
     return Loaded(dict(_empty(entry.name), error=error), failure=record(FAILED, error),
@@ -128,8 +127,7 @@ def is_foreign(suite, kind: str, entry) -> bool:
     return suite.registry.source(kind, entry.name).plugin not in {f"cmbench.{m}" for m in BUILTIN_MODULES}
 
 
-def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: int = 1, bundle=None,
-                  isolate: bool = True, experiments=None) -> dict:
+def load_datasets(suite, store, timeout: Optional[float], workers: int, bundle, isolate: bool = True) -> dict:
     """Load every data set of the suite's experiments once (unless ``store`` describes it already).
 
     Parameters
@@ -141,7 +139,6 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
     workers : how many child processes load third-party data sets at once.
     bundle : the suite's `cmbench.bundle.SuiteBundle`, installed in those processes.
     isolate : load third-party data sets in child processes (False: here, for ``--pdb``).
-    experiments : the experiments to cover (default all).
 
     Returns
     -------
@@ -155,25 +152,21 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
     """
     from .executors import run_jobs
 
-    experiments = suite.experiments if experiments is None else experiments
     found: dict = {}
     wanted: dict = {}  # info key -> (experiment, entry, job): one load per distinct data set
     where: dict = {}  # (experiment name, label) -> info key
-    for exp in experiments:
+    for exp in suite.experiments:
         for entry in exp.datasets:
             key = info_key(suite.seed, entry, exp.instances[0])
             where[(exp.name, entry.label)] = key
             if key in found or key in wanted:
                 continue
-            info = store.info(key) if store is not None else None
-            if info is None:
-                info = declared(entry)
+            info = store.info(key) or declared(entry)
             if info is not None:
                 found[key] = Loaded(info)
                 continue
-            wanted[key] = (exp, entry, Job(str(suite.path), suite.plugins, exp.name, entry.label,
-                                           exp.instances[0], "", 0.0, timeout, suite.hash,
-                                           bundle.digest if bundle is not None else ""))
+            wanted[key] = (exp, entry, Job(bundle.digest, exp.name, entry.label, exp.instances[0], "", 0.0,
+                                           timeout))
     outside = [k for k, (_, entry, _) in wanted.items() if isolate and is_foreign(suite, "datasets", entry)]
     by_job = {id(wanted[k][2]): k for k in outside}
     for job, result in run_jobs([wanted[k][2] for k in outside], probe, max(1, min(workers, len(outside))),
@@ -187,8 +180,7 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
             plugin = f" ({entry.source})" if is_foreign(suite, "datasets", entry) else ""
             raise UserError(f"{suite.path}: experiment {exp.name!r}, data set {entry.label!r}{plugin}: "
                             f"{found[key].user_error}")
-    if store is not None:
-        for key in wanted:
-            if found[key].failure is None and "error" not in found[key].info:
-                store.put_info(key, found[key].info)
+    for key in wanted:
+        if found[key].failure is None and "error" not in found[key].info:
+            store.put_info(key, found[key].info)
     return {pair: found[key] for pair, key in where.items()}

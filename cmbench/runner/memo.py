@@ -2,44 +2,34 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections import OrderedDict
 from typing import Optional
 
 from ..components import Data
 from ..cube import OK
-from ..suite import Entry, Experiment, Suite, load_suite
+from ..suite import Entry, Experiment, Suite
 from .checks import check_data
 from .guard import Outcome, run
 from .jobs import Job
 from .seeds import rng_for
 
 
-@functools.lru_cache(maxsize=4)
-def suite_for(path: str, plugins: tuple, suite_hash: str = "") -> Suite:
-    suite = load_suite(path, plugins)
-    if suite_hash and suite.hash != suite_hash:
-        raise RuntimeError(f"suite file {path} changed while the sweep was running")
-    return suite
-
-
-def suite_of(job: Job) -> Suite:
-    """The job's suite: the bundle installed in this process, else the suite file read from disk."""
-    if job.bundle:
-        from ..bundle import lookup
-
-        return lookup(job.bundle)
-    return suite_for(job.suite_path, job.plugins, job.suite_hash)
-
-
 def experiment_for(job: Job) -> tuple[Suite, Experiment]:
-    suite = suite_of(job)
+    """The job's suite (its bundle, installed or registered in this process) and experiment."""
+    from ..bundle import lookup
+
+    suite = lookup(job.bundle)
     return suite, next(e for e in suite.experiments if e.name == job.experiment)
 
 
 def entry(entries, label: str) -> Entry:
     """The entry of ``entries`` labelled ``label``."""
     return next(e for e in entries if e.label == label)
+
+
+def dataset_of(job: Job) -> Entry:
+    """The entry of the job's data set."""
+    return entry(experiment_for(job)[1].datasets, job.dataset)
 
 
 #: Bytes of loaded data sets a process keeps (`DataMemo`): a sweep starts its longest
@@ -90,7 +80,7 @@ _DATA = DataMemo()
 
 
 def load_key(job: Job) -> tuple:
-    return (job.suite_path, job.plugins, job.suite_hash, job.bundle, job.experiment, job.dataset, job.instance)
+    return (job.bundle, job.experiment, job.dataset, job.instance)
 
 
 def load_data(job: Job) -> Data:
@@ -98,12 +88,12 @@ def load_data(job: Job) -> Data:
     key = load_key(job)
     data = _DATA.get(key)
     if data is None:
-        _, exp = experiment_for(job)
+        suite, exp = experiment_for(job)
         found = entry(exp.datasets, job.dataset)
         shape = found.decl.shape_for(found.params)
         if shape is not None:  # room before the load, where its size is declared: not two at once
             _DATA.make_room(8 * shape[0] * shape[1])
-        rng = rng_for(suite_of(job).seed, "load", job.dataset, job.instance)
+        rng = rng_for(suite.seed, "load", job.dataset, job.instance)
         raw = found.decl.fn(instance=job.instance, rng=rng, **found.params)
         data = check_data(raw, found)
         del raw  # before the memo makes room: the loader's copy is garbage once checked
@@ -114,8 +104,7 @@ def load_data(job: Job) -> Data:
 def describe_load(job: Job) -> str:
     """The data set a load is of, as a message names it."""
     try:
-        _, exp = experiment_for(job)
-        found = entry(exp.datasets, job.dataset)
+        found = dataset_of(job)
         return f"data set {found.label!r} ({found.source})"
     except Exception:  # naming is best effort; the unit still fails
         return f"data set {job.dataset!r}"

@@ -20,6 +20,7 @@ from .matrices import matrix_digest
 from .store import CACHED_STATUSES, FORMAT, Store, canonical
 from ..cube import FAILED, OK, UnitResult, record, uniform_unit, verdict
 from .jobs import Job, Pair, Work
+from .memo import entry as _entry
 from .units import adaptive_result
 
 _SPECS: dict = {}
@@ -45,10 +46,6 @@ class UnitKeys:
     cell: dict  # (recoverer label, estimator label) -> key
     pair: dict  # (recoverer label, estimator label) -> key, for adaptive adversaries
     adaptive: bool
-
-
-def _entry(entries, label):
-    return next(e for e in entries if e.label == label)
 
 
 def unit_keys(seed: int, exp, job: Job) -> UnitKeys:

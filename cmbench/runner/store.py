@@ -58,11 +58,6 @@ def canonical(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def key_of(obj) -> str:
-    """The content address of a JSON-able description."""
-    return hashlib.sha256(canonical(obj).encode()).hexdigest()
-
-
 def parse_size(text) -> int:
     """'2GB', '500M', '1.5G', '0' or a number of bytes -> bytes; `UserError` otherwise."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
@@ -353,9 +348,6 @@ class Store:
         path.unlink(missing_ok=True)
         self._forget("matrices", path.name)
 
-    def has_matrix(self, key: str) -> bool:
-        return self._path("matrices", key).is_file()
-
     # -------------------------------------------------------------- data set facts
     def info(self, key: str) -> Optional[dict]:
         body = self._read_doc("info", key)
@@ -445,9 +437,11 @@ class Store:
         removed = 0
         for kind in KINDS:
             removed += remove_matching(self.cache / kind, _NAME, _TEMP)
-        from .outputs import remove
+        from ..stamps import CUBE_STAMPS
 
-        removed += remove(self.cache)
+        if (self.cache / CUBE_STAMPS).is_file():  # every cube is then rewritten by the next run
+            (self.cache / CUBE_STAMPS).unlink()
+            removed += 1
         removed += remove_matching(self.cache / PAGES, PAGE_FILE, TEMP_FILE)
         self._docs.clear()
         self._sizes = None
@@ -456,17 +450,12 @@ class Store:
         return removed
 
     # -------------------------------------------------------------- the run lock
-    @property
-    def lock_path(self) -> Path:
-        """The file whose lock a run holds."""
-        return self.root / ".lock"
-
     def lock(self) -> None:
         """Refuse a second run writing the same folder at the same time (any platform)."""
         from filelock import FileLock, Timeout
 
         self.root.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.lock_path), timeout=0)
+        lock = FileLock(str(self.root / ".lock"), timeout=0)
         try:
             lock.acquire()
         except Timeout:
@@ -484,7 +473,3 @@ class Store:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write(path, text.encode())
