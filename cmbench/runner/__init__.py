@@ -267,92 +267,50 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     without being computed: a broken data set is loaded once, not per unit.
     """
     planned = plan(suite, timeout, packed.digest)
-    sweep = Sweep(suite=suite, store=store, stats=stats, datasets=datasets, planned=planned,
-                  results={exp.name: {} for exp in suite.experiments}, workers=workers, scheduler=scheduler,
-                  progress=progress, fail_fast=fail_fast, bundle=packed,
-                  # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
-                  isolate=uses_foreign_plugins(suite) and not guard.POST_MORTEM)
+    # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
+    isolate = uses_foreign_plugins(suite) and not guard.POST_MORTEM
+    results = {exp.name: {} for exp in suite.experiments}  # experiment name -> coords -> UnitResult
+    todo, known, pending = [], [], {}  # jobs to compute; (job, result) of units failed without computing
     for exp, job in planned:
         keys = unit_keys(suite.seed, exp, job)
         result, work = lookup(store, exp, keys, ship=bool(scheduler))  # local workers read the cache
         if work is None:
-            sweep.results[exp.name][job.coords] = result
+            results[exp.name][job.coords] = result
             continue
         job = dataclasses.replace(job, work=work)
-        sweep.pending[(job.experiment, job.coords)] = (exp, keys)
+        pending[(job.experiment, job.coords)] = (exp, keys)
         load = datasets.get((exp.name, job.dataset))
         failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
         if failure is not None:
-            sweep.known.append((job, work_result(dict(failure))))
+            known.append((job, work_result(dict(failure))))
             continue
-        sweep.todo.append(job)
-        if len(sweep.todo) == 1 and not scheduler and (workers > 1 or sweep.isolate):
+        todo.append(job)
+        if len(todo) == 1 and not scheduler and (workers > 1 or isolate):
             from ..forking import context
 
             context()  # the forkserver imports `forking.PRELOAD` while the rest is looked up
-    return _run_units(sweep)
-
-
-@dataclass
-class Sweep:
-    """A sweep once its cache lookups are done: what `_run_units` computes and where results go."""
-
-    suite: Suite
-    store: Store
-    stats: Progress
-    datasets: dict  # what `load_datasets` gave
-    planned: list  # every (experiment, job) of the suite
-    results: dict  # experiment name -> coords -> UnitResult, the cached ones already in
-    workers: int = 1
-    scheduler: Optional[str] = None
-    progress: Optional[bool] = None
-    fail_fast: bool = False
-    bundle: Optional[SuiteBundle] = None
-    isolate: bool = False  # run units in a child process even with one worker
-    todo: list = dataclasses.field(default_factory=list)  # jobs to compute
-    pending: dict = dataclasses.field(default_factory=dict)  # (experiment, coords) -> (experiment, keys)
-    known: list = dataclasses.field(default_factory=list)  # (job, result) of units failed without computing
-
-
-def _run_units(sweep: Sweep) -> dict:
-    """Compute ``sweep.todo`` (and take the ``known`` failures), storing each unit as it arrives."""
-    todo, stats, store, datasets = sweep.todo, sweep.stats, sweep.store, sweep.datasets
     # Longest first, so that no worker is left alone with a long unit at the end of the
     # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
     # of equal cost keep the plan's order.
     todo.sort(key=lambda job: -_cost(job, datasets))
-    stats.total, stats.cached = len(sweep.planned), len(sweep.planned) - len(todo) - len(sweep.known)
-    stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
-    import importlib.util
-
-    notebook = in_notebook()
-    if notebook and importlib.util.find_spec("ipywidgets") is not None:  # a widget
-        from tqdm.auto import tqdm
-    else:  # text (in a notebook without ipywidgets, as tqdm.auto would fall back to, without its warning)
-        from tqdm import tqdm
-
-    progress = sweep.progress
-    shown = (sys.stderr.isatty() or notebook) if progress is None else progress
-    bar = tqdm(total=stats.total, initial=stats.cached, desc=f"cmbench {sweep.suite.name}", unit="unit",
-               file=sys.stderr, delay=0.5, dynamic_ncols=True, disable=not shown)
-    bar.set_postfix(cached=stats.cached, failed=0)
+    stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
+    bar = _progress_bar(suite, stats, progress)
     running = None
     try:
-        running = run_jobs(todo, execute, sweep.workers, sweep.scheduler, isolate=sweep.isolate,
-                           bundle=sweep.bundle)
-        for job, out in itertools.chain(sweep.known, running):
-            exp, keys = sweep.pending[(job.experiment, job.coords)]
+        running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed)
+        for job, out in itertools.chain(known, running):
+            exp, keys = pending[(job.experiment, job.coords)]
             store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
             fresh, cacheable, matrices = records_of(out, keys)
             # Failed or timed-out records are not stored: the next run computes them again,
             # while everything around them is kept.
             store.add(keys.corruption, cacheable, matrices)
             result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
-            sweep.results[exp.name][job.coords] = result
+            results[exp.name][job.coords] = result
             stats.computed += 1
             if failed_cells(result):
                 stats.failed += 1
-                if sweep.fail_fast:
+                if fail_fast:
                     bar.close()
                     running.close()  # cancels the units still queued or in flight
                     raise _first_failure(exp, job, result)
@@ -366,7 +324,24 @@ def _run_units(sweep: Sweep) -> dict:
         raise Interrupted(f"interrupted: {kept} of {stats.total} units are finished and kept in "
                           f"{store.cache}; run the same command again to resume") from None
     bar.close()
-    return sweep.results
+    return results
+
+
+def _progress_bar(suite: Suite, stats: Progress, progress: Optional[bool]):
+    """The sweep's progress bar (``progress`` None: shown on a terminal or in a notebook)."""
+    import importlib.util
+
+    notebook = in_notebook()
+    if notebook and importlib.util.find_spec("ipywidgets") is not None:  # a widget
+        from tqdm.auto import tqdm
+    else:  # text (in a notebook without ipywidgets, as tqdm.auto would fall back to, without its warning)
+        from tqdm import tqdm
+
+    shown = (sys.stderr.isatty() or notebook) if progress is None else progress
+    bar = tqdm(total=stats.total, initial=stats.cached, desc=f"cmbench {suite.name}", unit="unit",
+               file=sys.stderr, delay=0.5, dynamic_ncols=True, disable=not shown)
+    bar.set_postfix(cached=stats.cached, failed=0)
+    return bar
 
 
 def in_notebook() -> bool:
