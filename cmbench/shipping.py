@@ -17,7 +17,7 @@ from types import ModuleType
 from .errors import PluginError, describe_error
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class ShippedPlugin:
     """A plugin given as a Python object, shipped to worker processes by value.
 
@@ -39,20 +39,14 @@ class ShippedPlugin:
     version : the object's ``__version__``, if any.
     """
 
-    name: str
-    payload: bytes = field(repr=False)
+    name: str  # equal plugins have the same name and digest
+    payload: bytes = field(repr=False, compare=False)
     digest: str
-    version: str = ""
+    version: str = field(default="", compare=False)
     obj: object = field(default=None, repr=False, compare=False)  # the original, in the client only
 
     def __reduce__(self):  # the original object never travels: only its pickled bytes
         return (ShippedPlugin, (self.name, self.payload, self.digest, self.version))
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, ShippedPlugin) and other.digest == self.digest and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.digest))
 
     def __str__(self) -> str:
         return self.name

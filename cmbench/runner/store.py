@@ -82,7 +82,7 @@ def format_size(n: int) -> str:
 
 # ---------------------------------------------------------------- the schema of stored records
 def _number(v) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) or isinstance(v, bool)
+    return v is None or isinstance(v, (int, float))  # a bool too
 
 
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -94,39 +94,34 @@ def _hex(v) -> bool:
 
 
 _PLAIN = frozenset((int, float, bool, type(None)))  # what JSON gives for a number (or null)
-_TYPED = frozenset(("status", "error", "info", "matrix", "corruption", "recovery", "cell", "inlier_mean"))
+
+#: the checks of a record's typed fields; any other field is a number (or null), which leaves
+#: room for new per-stage variables without a schema change
+_TYPED = {
+    "status": lambda v: True,  # checked first, by `valid_record`
+    "error": lambda v: isinstance(v, str),
+    "info": lambda v: isinstance(v, dict) and all(isinstance(a, str) and _number(b) for a, b in v.items()),
+    "matrix": lambda v: (isinstance(v, dict) and set(v) == {"xxh3", "bytes"} and isinstance(v["xxh3"], str)
+                         and _DIGEST.fullmatch(v["xxh3"]) is not None and type(v["bytes"]) is int
+                         and v["bytes"] >= 0),
+    # a corruption's untouched rows' mean (`metrics.inlier_mean`)
+    "inlier_mean": lambda v: v is None or (isinstance(v, list) and all(type(x) in _PLAIN and x is not None
+                                                                       for x in v)),
+    # an adaptive pair's three records
+    "corruption": lambda v: v is None or valid_record(v),
+    "recovery": lambda v: v is None or valid_record(v),
+    "cell": lambda v: valid_record(v),
+}
 
 
 def valid_record(rec) -> bool:
-    """A stage's record: a cacheable status, a string error, numbers, and typed extras.
-
-    Fields other than the few named here are numbers (or null): that leaves
-    room for new per-stage variables without a schema change.
-    """
+    """A stage's record: a cacheable status, a string error, numbers, and the typed fields of `_TYPED`."""
     if not isinstance(rec, dict) or rec.get("status") not in CACHED_STATUSES:
         return False
     for k, v in rec.items():
         if type(v) in _PLAIN and type(k) is str and k not in _TYPED:
             continue  # a number, the common case: decided without the checks below
-        if not isinstance(k, str):
-            return False
-        if k == "status":
-            continue
-        if k == "error":
-            ok = isinstance(v, str)
-        elif k == "info":
-            ok = isinstance(v, dict) and all(isinstance(a, str) and _number(b) for a, b in v.items())
-        elif k == "matrix":
-            ok = (isinstance(v, dict) and set(v) == {"xxh3", "bytes"} and isinstance(v["xxh3"], str)
-                  and _DIGEST.fullmatch(v["xxh3"]) is not None
-                  and isinstance(v["bytes"], int) and not isinstance(v["bytes"], bool) and v["bytes"] >= 0)
-        elif k == "inlier_mean":  # a corruption's untouched rows' mean (`metrics.inlier_mean`)
-            ok = v is None or (isinstance(v, list) and all(type(x) in _PLAIN and x is not None for x in v))
-        elif k in ("corruption", "recovery", "cell"):  # an adaptive pair's three records
-            ok = valid_record(v) or (k != "cell" and v is None)
-        else:
-            ok = _number(v)
-        if not ok:
+        if not isinstance(k, str) or not _TYPED.get(k, _number)(v):
             return False
     return True
 
@@ -319,34 +314,29 @@ class Store:
     # -------------------------------------------------------------- matrices
     def matrix(self, key: str, meta: dict) -> Optional[bytes]:
         """A stored matrix whose size and digest (`matrix_digest`) match ``meta``; None when absent or damaged."""
-        path = self._path("matrices", key)
-        try:
-            blob = path.read_bytes()
-        except OSError:
-            return None
-        if len(blob) != meta.get("bytes") or matrix_digest(blob) != meta.get("xxh3"):
-            return self._damaged(path)
-        self._touch("matrices", path)
-        return blob
+        return self._matrix(key, meta, by_reference=False)
 
     def matrix_ref(self, key: str, meta: dict) -> Optional[MatrixRef]:
         """Where a stored matrix of ``meta``'s size lies, for a local worker to read and check
         (`MatrixRef`); None when it is absent or of another size (then deleted, as `matrix` does)."""
+        return self._matrix(key, meta, by_reference=True)
+
+    def _matrix(self, key: str, meta: dict, by_reference: bool):
+        """A damaged matrix (of another size or, read here, digest) is counted and deleted: it is recomputed."""
         path = self._path("matrices", key)
         try:
-            size = os.stat(path).st_size
+            blob = None if by_reference else path.read_bytes()
+            size = os.stat(path).st_size if by_reference else len(blob)
         except OSError:
             return None
-        if size != meta.get("bytes"):
-            return self._damaged(path)
+        if size != meta.get("bytes") or (blob is not None and matrix_digest(blob) != meta.get("xxh3")):
+            self.stale += 1
+            path.unlink(missing_ok=True)
+            self._account("matrices", path.name, None)
+            return None
         self._touch("matrices", path)
-        return MatrixRef(os.path.abspath(path), size, meta["xxh3"])  # its form checked by `valid_record`
-
-    def _damaged(self, path: Path) -> None:
-        """Count and delete a stored matrix that does not match its record (it is recomputed)."""
-        self.stale += 1
-        path.unlink(missing_ok=True)
-        self._forget("matrices", path.name)
+        # a reference's form is checked by `valid_record`
+        return MatrixRef(os.path.abspath(path), size, meta["xxh3"]) if by_reference else blob
 
     # -------------------------------------------------------------- data set facts
     def info(self, key: str) -> Optional[dict]:
@@ -379,20 +369,14 @@ class Store:
                         self._total += st.st_size
         return self._sizes
 
-    def _account(self, kind: str, name: str, size: int) -> None:
-        if self._sizes is not None:
-            old = self._sizes.get((kind, name))
-            self._total += size - (old[0] if old else 0)
-            self._sizes[(kind, name)] = (size, time.time())
-        self._used.add((kind, name))
-
-    def _forget(self, kind: str, name: str) -> None:
+    def _account(self, kind: str, name: str, size: Optional[int]) -> None:
+        """A file written with ``size`` bytes, or deleted (None), in the sizes `evict` keeps up to date."""
         if self._sizes is not None:
             old = self._sizes.pop((kind, name), None)
-            self._total -= old[0] if old else 0
-
-    def size(self) -> int:
-        return sum(s for s, _ in self._scan().values())
+            self._total += (size or 0) - (old[0] if old else 0)
+            if size is not None:
+                self._sizes[(kind, name)] = (size, time.time())
+        self._used.add((kind, name))
 
     def evict(self) -> int:
         """Delete least recently used files until the cache fits its cap: matrices, then records.
