@@ -39,16 +39,6 @@ def _with(bundle, fn: Callable) -> Callable:
     return fn if bundle is None else functools.partial(installed, bundle, fn)
 
 
-def serial(jobs: Iterable[Job], fn: Callable) -> Iterator:
-    for job in jobs:
-        yield job, fn(job)
-
-
-def isolated(jobs: Iterable[Job], fn: Callable, died: Optional[Callable] = None) -> Iterator:
-    """One unit at a time, like `serial`, but in a child process that a plugin may kill."""
-    return processes(jobs, fn, 1, died)
-
-
 def _worker_init(parent: int, slot=None, environ: Optional[dict] = None) -> None:
     if environ is not None:  # a forkserver's child has the server's environment, from when it started
         os.environ.clear()
@@ -75,11 +65,9 @@ def pool(workers: int, slot=None) -> ProcessPoolExecutor:
 def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
     """A pool of local processes; a worker that dies takes only its own unit down.
 
-    Each job is a task of its own; at most ``2 * workers`` are in flight
-    (enough to keep every worker busy; the rest wait here, so that an
-    interrupted sweep leaves little queued). Sending a rerun's estimate-only
-    units in chunks of 8 saved 3% of the CPU seconds and cost 2.5 s of wall
-    time in paired runs (benchmarks/README.md): they go alone.
+    Each job is a task of its own (no batching: see benchmarks/README.md); at
+    most ``2 * workers`` are in flight (enough to keep every worker busy; the
+    rest wait here, so that an interrupted sweep leaves little queued).
 
     When a worker dies (os._exit, a segfault) every in-flight future of the
     pool breaks and the culprit is unknown: each job that was in flight is run
@@ -276,7 +264,8 @@ def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str
              isolate: bool = False, bundle=None, died: Optional[Callable] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
-    ``isolate`` keeps a serial sweep out of process; a worker process first
+    ``isolate`` keeps a serial sweep out of process (in one child process that a plugin
+    may kill); a worker process first
     installs the jobs' suite ``bundle``; ``died`` makes the result of a job
     whose local worker process died (see `processes`).
     """
@@ -285,5 +274,5 @@ def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str
     if workers > 1 and len(jobs) > 1:
         return processes(jobs, _with(bundle, fn), workers, died)
     if isolate and jobs:
-        return isolated(jobs, _with(bundle, fn), died)
-    return serial(jobs, fn)
+        return processes(jobs, _with(bundle, fn), 1, died)
+    return ((job, fn(job)) for job in jobs)

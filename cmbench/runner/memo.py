@@ -71,10 +71,6 @@ class DataMemo:
         self.held[key] = data
         self.bytes += size
 
-    def clear(self) -> None:
-        self.held.clear()
-        self.bytes = 0
-
 
 _DATA = DataMemo()
 

@@ -104,22 +104,6 @@ def errors(mu: np.ndarray, data: Data, metrics=(), inliers: Optional[np.ndarray]
     return out
 
 
-def corruption_distances(X: np.ndarray, Xc: np.ndarray, changed: Optional[np.ndarray] = None) -> dict:
-    """d_ENTRY (p = 1, inf) and d_TV between the clean and the corrupted sample.
-
-    Uses the adversary's own row correspondence (row i of the corruption is row
-    i of the clean data): an upper bound on the optimal coupling, exact for
-    every built-in adversary that corrupts rows in place. ``changed``: the
-    entries that differ (`theory.changed_entries`), when already known.
-    """
-    changed = changed_entries(Xc, X) if changed is None else changed
-    return {
-        "d_entry1": float(d_entry_bound(X, Xc, 1)),
-        "d_entry_inf": float(d_entry_bound(X, Xc, np.inf)),
-        "d_tv": float(changed.any(1).mean()),
-    }
-
-
 def inlier_mean(X: np.ndarray, changed: np.ndarray) -> Optional[np.ndarray]:
     """The (n,) mean of the rows the adversary left untouched (no entry of ``changed``),
     over the clean sample ``X``; None when it touched every row.
@@ -137,11 +121,18 @@ def inlier_mean(X: np.ndarray, changed: np.ndarray) -> Optional[np.ndarray]:
 
 
 def corruption_measures(X: np.ndarray, Xc: np.ndarray, mean: np.ndarray) -> dict:
-    """A corruption record's numbers: `corruption_distances`, ``inlier_l2`` (the l2 error of
-    `inlier_mean` against the true ``mean``; NaN when no row was left) and ``inlier_mean``
-    itself (a list, or None), which the record keeps for the metrics of later runs."""
+    """A corruption record's numbers: d_ENTRY (p = 1, inf) and d_TV between the clean and the
+    corrupted sample, ``inlier_l2`` (the l2 error of `inlier_mean` against the true ``mean``;
+    NaN when no row was left) and ``inlier_mean`` itself (a list, or None), which the record
+    keeps for the metrics of later runs.
+
+    The distances use the adversary's own row correspondence (row i of the corruption is
+    row i of the clean data): an upper bound on the optimal coupling, exact for every
+    built-in adversary that corrupts rows in place.
+    """
     changed = changed_entries(Xc, X)
-    out = corruption_distances(X, Xc, changed)
+    out = {"d_entry1": float(d_entry_bound(X, Xc, 1)), "d_entry_inf": float(d_entry_bound(X, Xc, np.inf)),
+           "d_tv": float(changed.any(1).mean())}
     m = inlier_mean(X, changed)
     out["inlier_l2"] = float(np.linalg.norm(m - mean)) if m is not None else float("nan")
     out["inlier_mean"] = None if m is None else [float(v) for v in m]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .matrices import matrix_digest
-from .store import CACHED_STATUSES, FORMAT, Store, canonical
+from .store import CACHED_STATUSES, FORMAT, Store, canonical, empty_body
 from ..cube import FAILED, OK, UnitResult, record, uniform_unit, verdict
 from .jobs import Job, Pair, Work
 from .memo import entry as _entry
@@ -113,41 +113,26 @@ def lookup(store: Store, exp, keys: UnitKeys, ship: bool = True) -> tuple[Option
                       inliers=tuple(inliers) if inliers is not None else None)
 
 
-def _meta(blob: bytes) -> dict:
-    return {"xxh3": matrix_digest(blob), "bytes": len(blob)}
-
-
 def records_of(out: dict, keys: UnitKeys) -> tuple[dict, dict, dict]:
     """A worker's result as a body (every record) and the cacheable part of it, with its matrices."""
-    body = {"corruption": None, "recoveries": {}, "cells": {}, "pairs": {}}
-    cacheable = {"corruption": None, "recoveries": {}, "cells": {}, "pairs": {}}
-    matrices = {}
+    body, cacheable, matrices = empty_body(), empty_body(), {}
     blobs = out.get("matrices", {})
+    # (part, key, record, the name of its matrix) of the corruption, the recoveries and the cells
     C = out.get("corruption")
-    if C is not None:
-        C = dict(C)
-        if C["status"] == OK and "corruption" in blobs:
-            C["matrix"] = _meta(blobs["corruption"])
-        body["corruption"] = C
-        if C["status"] in CACHED_STATUSES:
-            cacheable["corruption"] = C
-            if "matrix" in C:
-                matrices[keys.corruption] = blobs["corruption"]
-    for label, R in out.get("recovery", {}).items():
-        R, kr = dict(R), keys.recovery[label]
-        if R["status"] == OK and label in blobs:
-            R["matrix"] = _meta(blobs[label])
-        body["recoveries"][kr] = R
-        if R["status"] in CACHED_STATUSES:
-            cacheable["recoveries"][kr] = R
-            if "matrix" in R:
-                matrices[kr] = blobs[label]
-    for r_label, cells in out.get("cells", {}).items():
-        for e_label, cell in cells.items():
-            ke = keys.cell[(r_label, e_label)]
-            body["cells"][ke] = cell
-            if cell["status"] in CACHED_STATUSES:
-                cacheable["cells"][ke] = cell
+    stages = [(None, keys.corruption, C, "corruption")] if C is not None else []
+    stages += [("recoveries", keys.recovery[label], R, label) for label, R in out.get("recovery", {}).items()]
+    stages += [("cells", keys.cell[(r_label, e_label)], cell, None)
+               for r_label, cells in out.get("cells", {}).items() for e_label, cell in cells.items()]
+    for part, key, rec, blob in stages:
+        rec = dict(rec)
+        if rec["status"] == OK and blob in blobs:  # ok is cacheable: its matrix is stored with it
+            rec["matrix"] = {"xxh3": matrix_digest(blobs[blob]), "bytes": len(blobs[blob])}
+            matrices[key] = blobs[blob]
+        for target in (body, cacheable) if rec["status"] in CACHED_STATUSES else (body,):
+            if part is None:
+                target["corruption"] = rec
+            else:
+                target[part][key] = rec
     for r_label, row in out.get("pairs", {}).items():
         for e_label, pair in row.items():
             kp = keys.pair[(r_label, e_label)]

@@ -20,8 +20,7 @@ import numpy as np
 from ..components import Data
 from ..cube import FAILED, FAILURES, NOT_APPLICABLE, OK, RECOVERY_VARS, UNDEFINED, Record, UnitResult, record, verdict
 from ..suite import Entry, Experiment, bind
-from .checks import (_before, check_corruption, check_data, check_estimate, check_recovery, guarded, readonly,
-                     untouched)
+from .checks import _before, check_corruption, check_estimate, check_recovery, guarded, readonly, untouched
 from .guard import Outcome, call
 from .jobs import Job, Pair, Work, WorkResult, full_work, work_result
 from .matrices import Damaged, decode, encode, sealed, stored
@@ -30,7 +29,7 @@ from .metrics import RECOVERED_TOLERANCE, MetricFailed, corruption_measures, err
 from .seeds import rng_for
 
 __all__ = ["execute", "failed_work", "adaptive_result", "blame", "outcome_record", "Job", "Work",
-           "check_corruption", "check_data", "check_estimate", "check_recovery", "RECOVERED_TOLERANCE"]
+           "RECOVERED_TOLERANCE"]
 
 
 def outcome_record(outcome: Outcome, **values: Any) -> Record:
