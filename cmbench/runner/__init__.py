@@ -175,7 +175,7 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     check_data_files(suite)
     root = check_target(Path(out) / suite.name, root=out, kind="folder")
     writable_folder(root, "output folder")
-    store = Store(root, suite, cap=cap, out=Path(out))
+    store = Store(root, cap=cap, out=Path(out))
     stats = stats if stats is not None else Progress()
     store.lock()
     try:

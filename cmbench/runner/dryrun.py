@@ -54,7 +54,7 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
     suite = selection.slice_suite(full, experiments, select)
     sliced = selection.is_slice(full, suite)
     root = Path(out) / suite.name
-    store = Store(root, suite, out=Path(out))
+    store = Store(root, out=Path(out))
     by_name = {}
     result = Plan(suite=suite.name, sliced=sliced,
                   cubes=str(root / "slice" if sliced else root) + "/",

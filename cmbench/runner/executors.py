@@ -205,12 +205,11 @@ def _check_on_worker(bundle) -> str:
 
 def _on_dask_worker(bundle, fn: Callable, job: Job):
     """A unit on a Dask worker: install the suite's bundle (once per process), then compute."""
-    from ..bundle import WorkerSetupError, client_paths, install
+    from ..bundle import WorkerSetupError, client_paths
 
-    try:
-        install(bundle)
-    except WorkerSetupError as exc:
-        raise WorkerSetupError(f"Dask worker {_worker_address()} cannot run this suite: {exc}") from None
+    problem = _check_on_worker(bundle)
+    if problem:
+        raise WorkerSetupError(problem)
     return client_paths(bundle, fn(job))
 
 

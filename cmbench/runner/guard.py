@@ -137,36 +137,34 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
             value = _call_in_thread(fn, timeout, args, kwargs)
         else:
             value = fn(*args, **kwargs)
+        out = Outcome(OK, value=value)
     except CallTimeout:
-        return Outcome(TIMEOUT, f"stopped after --timeout {timeout:g} s", seconds=time.perf_counter() - start)
+        out = Outcome(TIMEOUT, f"stopped after --timeout {timeout:g} s")
     except Undefined as exc:
-        return Outcome(UNDEFINED, str(exc) or "undefined", seconds=time.perf_counter() - start)
+        out = Outcome(UNDEFINED, str(exc) or "undefined")
     except NotApplicable as exc:
-        return Outcome(NOT_APPLICABLE, str(exc) or "not applicable", seconds=time.perf_counter() - start)
+        out = Outcome(NOT_APPLICABLE, str(exc) or "not applicable")
     except SystemExit as exc:  # a plugin's sys.exit() must not end the sweep
-        return Outcome(FAILED, f"SystemExit({exc.code!r}): the plugin called sys.exit",
-                       seconds=time.perf_counter() - start)
+        out = Outcome(FAILED, f"SystemExit({exc.code!r}): the plugin called sys.exit")
     except UserError as exc:  # a data file's mistake (cmbench.data.DataError): the caller decides
-        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start,
-                       traceback=traceback.format_exc(), user_error=str(exc))
+        out = Outcome(FAILED, describe_error(exc, home), traceback=traceback.format_exc(), user_error=str(exc))
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
         if POST_MORTEM:
             post_mortem(exc)
-        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start,
-                       traceback=traceback.format_exc())
+        out = Outcome(FAILED, describe_error(exc, home), traceback=traceback.format_exc())
     except KeyboardInterrupt as exc:
         if _SIGINT_SEEN[0]:
             raise  # Ctrl-C: the sweep stops, finished units are kept
-        return Outcome(FAILED, f"{describe_error(exc, home)} - raised by the plugin, not a Ctrl-C",
-                       seconds=time.perf_counter() - start)
+        out = Outcome(FAILED, f"{describe_error(exc, home)} - raised by the plugin, not a Ctrl-C")
     except BaseException as exc:  # a plugin's own BaseException subclass: still its cell only
-        return Outcome(FAILED, describe_error(exc, home), seconds=time.perf_counter() - start)
+        out = Outcome(FAILED, describe_error(exc, home))
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous_sigint)
         if RUNNING is not None:
             RUNNING.value = outer
-    return Outcome(OK, value=value, seconds=time.perf_counter() - start)
+    out.seconds = time.perf_counter() - start
+    return out
 
 
 def _call_in_thread(fn, timeout, args, kwargs):

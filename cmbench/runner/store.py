@@ -175,12 +175,11 @@ def empty_body() -> dict:
 class Store:
     """The stage cache of one suite's output folder (see the module docstring)."""
 
-    def __init__(self, root: Path, suite=None, cap: Optional[int] = None, out: Optional[Path] = None) -> None:
+    def __init__(self, root: Path, cap: Optional[int] = None, out: Optional[Path] = None) -> None:
         self.root = Path(root)
         self.cache = self.root / ".cache"
         if out is not None:
             check_target(self.cache, root=out, kind="folder")
-        self.suite = suite
         self.cap = DEFAULT_CACHE_SIZE if cap is None else int(cap)
         self.stale = 0  # documents ignored because they were damaged or malformed
         self.other_versions: dict = {}  # cmbench version -> documents it wrote, ignored
