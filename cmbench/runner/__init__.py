@@ -99,26 +99,18 @@ def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> lis
 
     ``bundle``: the digest of the suite's bundle, by which workers find it (`pack`).
     """
-    jobs = []
-    for exp in suite.experiments:
-        for ds in exp.datasets:
-            for inst in exp.instances:
-                for adv in exp.adversaries:
-                    for budget in exp.budgets:
-                        jobs.append((exp, Job(bundle, exp.name, ds.label, inst, adv.label, budget, timeout)))
-    return jobs
+    return [(exp, Job(bundle, exp.name, ds.label, inst, adv.label, budget, timeout))
+            for exp in suite.experiments
+            for ds, inst, adv, budget in itertools.product(exp.datasets, exp.instances, exp.adversaries, exp.budgets)]
 
 
 def check_data_files(suite: Suite) -> None:
     """Fail before the sweep, not in every cell, when a data set's files are absent."""
     from .. import data
 
-    seen = set()
-    for exp in suite.experiments:
-        for ds in exp.datasets:
-            if ds.decl.files and ds.name not in seen:
-                seen.add(ds.name)
-                data.require(ds.decl)
+    declared = {ds.name: ds.decl for exp in suite.experiments for ds in exp.datasets if ds.decl.files}
+    for decl in declared.values():
+        data.require(decl)
 
 
 def uses_foreign_plugins(suite: Suite) -> bool:

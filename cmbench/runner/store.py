@@ -386,16 +386,13 @@ class Store:
         sizes = self._scan()
         if self._total <= self.cap:  # kept up to date by every write: no sum over the files per unit
             return 0
-        total = self._total
         order = sorted(sizes, key=lambda f: (f[0] != "matrices", f in self._used, sizes[f][1]))
         removed = 0
         for kind, name in order:
-            if total <= self.cap:
+            if self._total <= self.cap:
                 break
             (self.cache / kind / name).unlink(missing_ok=True)
-            freed = sizes.pop((kind, name))[0]
-            total -= freed
-            self._total -= freed
+            self._total -= sizes.pop((kind, name))[0]
             if kind == "units":
                 self._docs.pop(name[:-5], None)
             removed += 1

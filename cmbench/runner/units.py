@@ -117,23 +117,23 @@ def _execute(job: Job) -> WorkResult:
     wanted: dict = {}
     for r_label, e_label in work.estimate:
         wanted.setdefault(r_label, []).append(e_label)
-    for label in recover:
+    # each recovery, computed here (no blob) or cached, and the estimates on it, one matrix at a time
+    for label, blob, seconds in [(label, None, None) for label in recover] + recovered:
         rec = _entry(exp.recoverers, label)
-        recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc)
-        result["recovery"][label] = recovery
-        if Xr is not None:
+        if blob is None:
+            recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc)
+            result["recovery"][label] = recovery
+            if Xr is None:
+                continue
             result["matrices"][label] = encode(Xr, data.X)
-            result["cells"][label] = {e: _estimate(job, suite.seed, rec, _entry(exp.estimators, e), data,
-                                                   recovery, Xr, inliers) for e in wanted.get(label, ())}
-    for label, blob, seconds in recovered:
-        rec = _entry(exp.recoverers, label)
-        recovery = record(OK, seconds=seconds)
-        try:
-            Xr = decode(blob, data.X)
-        except Damaged as exc:
-            result["cells"][label] = {e: record(FAILED, f"cached recovery {label!r} unreadable: {exc}")
-                                      for e in wanted.get(label, ())}
-            continue
+        else:
+            recovery = record(OK, seconds=seconds)
+            try:
+                Xr = decode(blob, data.X)
+            except Damaged as exc:
+                result["cells"][label] = {e: record(FAILED, f"cached recovery {label!r} unreadable: {exc}")
+                                          for e in wanted.get(label, ())}
+                continue
         result["cells"][label] = {e: _estimate(job, suite.seed, rec, _entry(exp.estimators, e), data,
                                                recovery, Xr, inliers) for e in wanted.get(label, ())}
     return result
