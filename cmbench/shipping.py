@@ -12,7 +12,7 @@ import inspect
 import os
 import sys
 from dataclasses import dataclass, field
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 from .errors import PluginError, describe_error
 
@@ -91,8 +91,6 @@ def ship(obj: object) -> ShippedPlugin:
     if isinstance(obj, (str, os.PathLike)):
         raise TypeError("a plugin path or module name is not shipped by value")
     import cloudpickle
-
-    from types import SimpleNamespace
 
     target = obj
     if isinstance(obj, ModuleType):

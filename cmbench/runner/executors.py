@@ -237,6 +237,7 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
             client = Client(scheduler, timeout=f"{connect_timeout():g}s")
         except OSError as exc:
             raise UserError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    futures: dict = {}
     try:
         if bundle is not None:
             # A task holding the bundle: workers fetch it from one another, and a worker
@@ -253,7 +254,7 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
         for future in as_completed(futures):
             yield futures[future], future.result()
     finally:
-        client.cancel(list(futures)) if "futures" in locals() else None
+        client.cancel(list(futures))
         client.close()
         if cluster is not None:
             cluster.close()

@@ -35,8 +35,7 @@ def frozen(a: np.ndarray) -> np.ndarray:
     memory belongs to a read-only buffer.
     """
     a = np.ascontiguousarray(a)
-    out = np.frombuffer(a.tobytes(), dtype=a.dtype).reshape(a.shape)
-    return out
+    return np.frombuffer(a.tobytes(), dtype=a.dtype).reshape(a.shape)
 
 
 def sealed(a: np.ndarray) -> np.ndarray:

@@ -168,7 +168,7 @@ def unit_result(exp, keys: UnitKeys, body: dict) -> UnitResult:
     if keys.adaptive:
         pairs = {}
         for (r, e), kp in keys.pair.items():
-            pairs.setdefault(r, {})[e] = body["pairs"].get(kp) or _lost(FAILED)
+            pairs.setdefault(r, {})[e] = body["pairs"].get(kp) or _lost()
         return adaptive_result(exp, pairs)
     for rec in exp.recoverers:
         R = body["recoveries"].get(keys.recovery[rec.label])
@@ -180,11 +180,11 @@ def unit_result(exp, keys: UnitKeys, body: dict) -> UnitResult:
             if R["status"] != OK:
                 cells[est.label] = verdict(R)
             else:
-                cells[est.label] = body["cells"].get(keys.cell[(rec.label, est.label)]) or _lost(FAILED)["cell"]
+                cells[est.label] = body["cells"].get(keys.cell[(rec.label, est.label)]) or _lost()["cell"]
         result["cells"][rec.label] = cells
     return result
 
 
-def _lost(status: str) -> Pair:
-    bad = record(status, "internal error: record missing")
+def _lost() -> Pair:
+    bad = record(FAILED, "internal error: record missing")
     return Pair(corruption=dict(bad), recovery=None, cell=dict(bad))
