@@ -127,17 +127,19 @@ def is_foreign(suite, kind: str, entry) -> bool:
     return suite.registry.source(kind, entry.name).plugin not in {f"cmbench.{m}" for m in BUILTIN_MODULES}
 
 
-def load_datasets(suite, store, timeout: Optional[float], workers: int, bundle, isolate: bool = True) -> dict:
+def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: int = 1, bundle=None,
+                  isolate: bool = True) -> dict:
     """Load every data set of the suite's experiments once (unless ``store`` describes it already).
 
     Parameters
     ----------
     suite : the `cmbench.suite.Suite`.
-    store : the stage cache (`cmbench.runner.store.Store`): descriptions it holds are not
-        loaded again, new ones are added to it.
+    store : the stage cache (`cmbench.runner.store.Store`), if any: descriptions it holds are
+        not loaded again, new ones are added to it.
     timeout : ``--timeout`` for each load.
     workers : how many child processes load third-party data sets at once.
-    bundle : the suite's `cmbench.bundle.SuiteBundle`, installed in those processes.
+    bundle : the suite's `cmbench.bundle.SuiteBundle`, installed in those processes (default
+        the suite packed and registered here, `cmbench.runner.pack`).
     isolate : load third-party data sets in child processes (False: here, for ``--pdb``).
 
     Returns
@@ -150,8 +152,10 @@ def load_datasets(suite, store, timeout: Optional[float], workers: int, bundle, 
         A data set's data error, on one line naming the suite file, the
         experiment and the data set (and its plugin when it is not cmbench's).
     """
+    from . import pack
     from .executors import run_jobs
 
+    bundle = bundle if bundle is not None else pack(suite, None)
     found: dict = {}
     wanted: dict = {}  # info key -> (experiment, entry, job): one load per distinct data set
     where: dict = {}  # (experiment name, label) -> info key
@@ -161,7 +165,7 @@ def load_datasets(suite, store, timeout: Optional[float], workers: int, bundle, 
             where[(exp.name, entry.label)] = key
             if key in found or key in wanted:
                 continue
-            info = store.info(key) or declared(entry)
+            info = (store.info(key) if store is not None else None) or declared(entry)
             if info is not None:
                 found[key] = Loaded(info)
                 continue
@@ -181,6 +185,6 @@ def load_datasets(suite, store, timeout: Optional[float], workers: int, bundle, 
             raise UserError(f"{suite.path}: experiment {exp.name!r}, data set {entry.label!r}{plugin}: "
                             f"{found[key].user_error}")
     for key in wanted:
-        if found[key].failure is None and "error" not in found[key].info:
+        if store is not None and found[key].failure is None and "error" not in found[key].info:
             store.put_info(key, found[key].info)
     return {pair: found[key] for pair, key in where.items()}
