@@ -37,7 +37,6 @@ class TheoryPage:
     whose record is unchanged is not drawn again.
     """
 
-    figure: str
     k: int
     seed: int
     theory: str  # SHA-256 of cmbench/theory.py
@@ -58,7 +57,7 @@ def theory_pages(cubes: Sequence[Cube]) -> list[Page]:
 
 def dis_compare_page(k: int = 16, seed: int = 0) -> Page:
     """Figure fig:disCompare (see `draw_dis_compare`)."""
-    return Page("theory-fig-disCompare", TheoryPage("fig:disCompare", k, seed, _theory_digest()),
+    return Page("theory-fig-disCompare", TheoryPage(k, seed, _theory_digest()),
                 draw_dis_compare, cost=5.0)  # it computes an assignment and a linear program
 
 

@@ -31,8 +31,9 @@ Drawn = list[tuple[list[int], bytes]]
 Strategy = Callable[[Sequence[tuple[int, Page]], dict], Drawn]
 
 
-def draw_document(records: Sequence[tuple], meta: dict) -> bytes:
-    """One PDF document of pages given as ``(record, draw)`` pairs, drawn with the report's rc settings."""
+def draw_document(records: Sequence[tuple], meta: dict, drawn: Callable | None = None) -> bytes:
+    """One PDF document of pages given as ``(record, draw)`` pairs, drawn with the report's rc settings;
+    ``drawn(k, figure)`` is called with each page's figure once it is in the document."""
     import matplotlib
     from matplotlib.backends.backend_pdf import PdfPages
 
@@ -40,9 +41,11 @@ def draw_document(records: Sequence[tuple], meta: dict) -> bytes:
 
     buf = io.BytesIO()
     with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
-        for record, draw in records:
+        for k, (record, draw) in enumerate(records):
             fig = draw(record)
             pdf.savefig(fig)
+            if drawn is not None:
+                drawn(k, fig)
             fig.clear()
     return buf.getvalue()
 

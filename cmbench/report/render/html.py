@@ -30,10 +30,10 @@ import numpy as np
 import xarray as xr
 
 from ...version import __version__
-from ..content.figures import CurvePage, RuntimePage, runtime_label
+from ..content.figures import CurvePage, RuntimePage, off_range_notes, runtime_heading, runtime_label
 from ..layout import slug, Page, plain
-from ..load import Cube, load_cube, load_cubes
-from ..model import Section, build_report, default_title
+from ..load import Cube
+from ..model import Section, report_model
 from ..content.significance import CdPage
 from ..content.tables import fmt_num
 from .writing import check_out, write_bytes
@@ -95,10 +95,7 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
     out = check_out(out, [*cubes, baseline], kind="html")
     if sections is None:
-        loaded = load_cubes(cubes)
-        base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
-        title = default_title(loaded) if title is None else title
-        sections = build_report(loaded, title=title, baseline=base)
+        sections, title = report_model(cubes, baseline, title)
     write_bytes(out, build_html(sections, title=title).encode("utf-8"))
     return out
 
@@ -240,11 +237,7 @@ def render_curves(page: Page, div: str) -> str:
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 55 / plot_h,
                               "xanchor": "left", "x": 0, "groupclick": "togglegroup"},
                       margin={"t": 150, "l": 60, "r": 20, "b": 50})
-    notes = list(rec.notes)
-    for p in rec.panels:
-        if p.off_range:
-            notes.append(f"Recovery thresholds beyond the budgets shown ({p.key or p.title}): "
-                         f"{'; '.join(p.off_range)}.")
+    notes = rec.notes + off_range_notes(rec.panels)
     return "\n".join(_figure_head(rec.title, rec.subtitle) + [fig.to_html(div)]
                      + [f'<p class="note">{_e(plain(n))}</p>' for n in notes])
 
@@ -261,11 +254,9 @@ def render_runtime(page: Page, div: str) -> str:
                       margin={"t": 30, "l": 60, "r": 20, "b": 100})
     rows = [[runtime_label(m, v).replace("\n", ", ")] + [fmt_num(t) for t in rec.per_dataset[i]]
             for i, (m, v) in enumerate(zip(rec.methods, rec.overall))]
-    return "\n".join(_figure_head(f"{rec.experiment}: runtime per method",
-                                   f"Seconds recorded per cell (data set, instance, adversary, budget) for each "
-                                   f"method; {rec.timeouts} timed-out and {rec.failures} failed cells are left out.")
-                      + [fig.to_html(div), _table(["method, mean seconds per ok cell"] + rec.datasets, rows,
-                                                  num=range(1, len(rec.datasets) + 1))])
+    return "\n".join(_figure_head(*runtime_heading(rec))
+                     + [fig.to_html(div), _table(["method, mean seconds per ok cell"] + rec.datasets, rows,
+                                                 num=range(1, len(rec.datasets) + 1))])
 
 
 def render_cd(page: Page, div: str) -> str:
