@@ -226,7 +226,7 @@ class TextPages:
         lefts = np.concatenate([[self.LEFT], self.LEFT + np.cumsum(widths)[:-1]])
         rows = [[str(v) for v in row] for row in rows]
         self.blocks.append(("table", list(cols), rows))
-        self._need(2 + (len(self._cell_lines(rows[0], widths)) if rows else 1))
+        self._need(2 + (max(len(self._wrap(v, w)) for v, w in zip(rows[0], widths)) if rows else 1))
         self._header(cols, widths, lefts)
         for i, row in enumerate(rows):
             cells = [self._wrap(str(v), w) for v, w in zip(row, widths)]
@@ -245,9 +245,6 @@ class TextPages:
     # internals ----------------------------------------------------------------
     def _text(self, x: float, y: float, s: str, **kw) -> None:
         self.page.ops.append(("text", float(x), float(y), s, tuple(sorted(kw.items()))))
-
-    def _cell_lines(self, row, widths):
-        return max((self._wrap(str(v), w) for v, w in zip(row, widths)), key=len)
 
     def _header(self, cols, widths, lefts):
         heads = [self._wrap(c.header, w, whole_words=True) for c, w in zip(cols, widths)]

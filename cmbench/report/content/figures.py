@@ -50,6 +50,8 @@ THRESHOLD_SCOPE = {
 #: the reference line of the inliers' error (`sampling_error`): its label and look (not a method)
 SAMPLING = "sampling error"
 SAMPLING_STYLE = LineStyle("#000000", "", ":")
+SAMPLING_NOTE = (f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left untouched "
+                 f"(mean over instances); no estimator is expected below it.")
 
 
 def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
@@ -125,8 +127,7 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                     panels[-1].curves[SAMPLING] = (ref.sel(dataset=d).values, np.full(len(cube.budgets), np.nan))
             notes = [f"Recoverer {line}" for line in convergence_lines(cube)]
             if ref is not None:
-                notes.append(f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left "
-                             f"untouched (mean over instances); no estimator is expected below it.")
+                notes.append(SAMPLING_NOTE)
             if empty:
                 notes.append(_empty_note(cube, status.sel(adversary=adversary), metric, empty))
             notes += _gap_notes(cube, status.sel(adversary=adversary),
@@ -191,7 +192,7 @@ def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, 
     if not info.get("structure_known"):
         return []
     level = cube.level(adversary)
-    mode = str(cube.adversaries_info.get(adversary, {}).get("mode", ""))
+    mode = cube.mode(adversary)
     out = []
     for key, entry in (info.get("thresholds") or {}).items():
         if isinstance(entry, (int, float)):

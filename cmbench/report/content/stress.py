@@ -62,28 +62,22 @@ def adaptive_adversaries(cube: Cube) -> list[str]:
     return [a for a in cube.adversaries if bool(np.isfinite(ev.sel(adversary=a).values).any())]
 
 
-def _info(cube: Cube, adversary: str) -> tuple[str, str]:
-    info = cube.adversaries_info.get(adversary, {})
-    return str(info.get("level", "")), str(info.get("mode", ""))
-
-
 def _tag(cube: Cube, adversary: str) -> str:
-    return LEVEL_TAG.get(_info(cube, adversary)[0], "?")
+    return LEVEL_TAG.get(cube.level(adversary), "?")
 
 
 def fixed_for(cube: Cube, adversary: str) -> list[tuple[str, bool]]:
     """Fixed (non-adaptive) adversaries of the same mode, with whether the adaptive
     ``adversary`` can simulate them at the same budget (level no stronger)."""
-    level, mode = _info(cube, adversary)
+    level, mode = cube.level(adversary), cube.mode(adversary)
     adaptive = set(adaptive_adversaries(cube))
     out = []
     for a in cube.adversaries:
         if a in adaptive:
             continue
-        lv, md = _info(cube, a)
-        if mode and md and md != mode:
+        if mode and cube.mode(a) and cube.mode(a) != mode:
             continue
-        out.append((a, LEVEL_RANK.get(lv, 9) <= LEVEL_RANK.get(level, 0)))
+        out.append((a, LEVEL_RANK.get(cube.level(a), 9) <= LEVEL_RANK.get(level, 0)))
     return out
 
 
@@ -193,9 +187,9 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
                              + (f" and {len(over) - 8} more" if len(over) > 8 else "") + ".")
         panels.append(DotPanel(f"{symbol} = {fmt_num(b)}", worst, brk, [fvals[a] for a, _ in fixed],
                                strongest, top, float(right)))
-    level, mode = _info(cube, adv)
+    level = cube.level(adv)
     title = (f"{cube.experiment}: worst case found vs fixed attacks, {adv} "
-             f"({LEVEL_TAG.get(level, level)}, {mode}) on {dataset}")
+             f"({LEVEL_TAG.get(level, level)}, {cube.mode(adv)}) on {dataset}")
     notes.append(
         "Mean over instances. Fixed attacks of the same mode at the same budget; filled grey: "
         "a level the adaptive adversary can simulate (Prop. adversaryLemma), hollow: a stronger level; "
@@ -491,9 +485,9 @@ def summary_pages(cube: Cube) -> "TextPages | None":
             "per cell, and the mean d_ENTRY^1, d_ENTRY^inf and d_TV of the adversary's "
             "corruptions (largest over the methods attacked).", style="italic")
     for adv in dict.fromkeys(r["adversary"] for r in rows):
-        level, mode = _info(cube, adv)
+        level = cube.level(adv)
         first = next(r for r in rows if r["adversary"] == adv)
-        tp.heading(f"{adv} ({LEVEL_TAG.get(level, level)}, {mode}): d_ENTRY^1 "
+        tp.heading(f"{adv} ({LEVEL_TAG.get(level, level)}, {cube.mode(adv)}): d_ENTRY^1 "
                    f"{fmt_num(first['d_entry1'])}, d_ENTRY^inf {fmt_num(first['d_entry_inf'])}, "
                    f"d_TV {fmt_num(first['d_tv'])}")
         tp.table([Col("method", 2.0), Col("cells", 0.5, "right"), Col("worst case", 0.9, "right"),
