@@ -86,9 +86,9 @@ def build_report(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = N
         out.append(Section(f"suite-file-{k + 1}" if k else "suite-file", tp.title, text_pages(tp, "suite-file")))
     for cube in cubes:
         e = cube.experiment
-        by_x = parameter.report_x(cube) is not None  # error against a parameter, not the budget
+        by_x = parameter.report_x(cube)  # error against a parameter, not the budget
         curves = parameter.parameter_pages(cube, styles) if by_x else figures.error_pages(cube, styles)
-        out.append(Section(f"{e}-curves", f"{e}: {figures.x_name(cube)}", curves,
+        out.append(Section(f"{e}-curves", f"{e}: error versus {by_x[1] if by_x else 'budget'}", curves,
                            [] if curves else [figures.no_curves_reason(cube)]))
         table = parameter.mean_sd_text(cube)
         if table is not None:

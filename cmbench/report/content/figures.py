@@ -11,6 +11,7 @@ freed as soon as the report has saved them.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import PurePath
 import re
@@ -101,7 +102,8 @@ class CurvePage:
 
 def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, **kw) -> Page:
     """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`."""
-    looks = {m: SAMPLING_STYLE if m == SAMPLING else styles[m] for m in styles_order(panels)}
+    drawn = dict.fromkeys(m for p in panels for m in p.curves)  # in the order of first appearance
+    looks = {m: SAMPLING_STYLE if m == SAMPLING else styles[m] for m in drawn}
     return Page(slug, CurvePage(title, list(panels), looks, **kw), draw_curves)
 
 
@@ -142,13 +144,6 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                                     ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
                                     subtitle="mean over instances with a 95% confidence band"))
     return pages
-
-
-def x_name(cube: Cube) -> str:
-    """What the curve pages of ``cube`` draw: "error versus budget", or versus the parameter
-    its ``report_x`` attribute names (``dataset.d`` -> "error versus d")."""
-    spec = str(cube.attrs.get("report_x", "") or "")
-    return f"error versus {spec.split('.', 1)[1]}" if "." in spec else "error versus budget"
 
 
 def no_curves_reason(cube: Cube) -> str:
@@ -233,7 +228,7 @@ def draw_curves(page: CurvePage) -> Figure:
     panels, styles = page.panels, page.styles
     fig, axes = panel_grid(len(panels))
     nrows = axes.shape[0]
-    methods = styles_order(panels)
+    methods = list(styles)
     with_thr = [p.thresholds for p in panels if p.thresholds]
     shared_thr = with_thr[0] if with_thr and all(t == with_thr[0] for t in with_thr) else None
     clipped: dict[str, list[str]] = {}
@@ -281,25 +276,12 @@ def off_range_notes(panels: Sequence[Panel]) -> list[str]:
             for text, where in off.items()]
 
 
-def styles_order(panels: Sequence[Panel]) -> list[str]:
-    seen: dict[str, None] = {}
-    for p in panels:
-        for m in p.curves:
-            seen[m] = None
-    return list(seen)
-
-
 def _threshold_handles(thresholds: Sequence[tuple[str, float]]) -> list[Line2D]:
     from matplotlib.lines import Line2D
 
     return [Line2D([], [], color=c, linestyle=ls, linewidth=1.2,
                    label=f"{label} = {fmt_num(value)}")
-            for (label, value), (c, ls) in zip(thresholds, _cycle(THRESHOLD_STYLES))]
-
-
-def _cycle(items):
-    while True:
-        yield from items
+            for (label, value), (c, ls) in zip(thresholds, itertools.cycle(THRESHOLD_STYLES))]
 
 
 def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
