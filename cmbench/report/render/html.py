@@ -364,10 +364,13 @@ def _template() -> dict:
 
 
 # -- helpers ------------------------------------------------------------------------------
+NUM = ' class="num"'  # a table cell holding a number
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence], num: Sequence[int] = ()) -> str:
     """An HTML table; the columns ``num`` hold numbers (right-aligned)."""
     def cell(tag: str, i: int, value) -> str:
-        return f"<{tag}{' class=num' if i in num else ''}>{_e(value)}</{tag}>"
+        return f"<{tag}{NUM if i in num else ''}>{_e(value)}</{tag}>"
 
     head = "".join(cell("th", i, h) for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
