@@ -41,8 +41,7 @@ class Page:
 
     ``record`` holds everything the drawing depends on (numbers, labels,
     colours), so that its digest says whether a drawn page can be reused;
-    ``None`` means the page is always drawn. The figure is drawn on first use
-    of ``fig`` and freed by `release`. ``cost``: about how long the page takes
+    ``None`` means the page is always drawn. ``cost``: about how long the page takes
     to draw, relative to a page of curves; helper processes take the costliest
     first, so that none is left with a long page at the end.
     """
@@ -55,19 +54,6 @@ class Page:
     #: on the first page of flowed text: the text as blocks (`TextPages.blocks`), which the
     #: HTML renders whole; None on figure pages and on the pages that continue a text
     text: Any = field(default=None, repr=False, compare=False)
-    _fig: Any = field(default=None, repr=False, compare=False)
-
-    @property
-    def fig(self):
-        if self._fig is None:
-            self._fig = self.draw(self.record)
-        return self._fig
-
-    def release(self) -> None:
-        """Free the drawn figure's artists now rather than at the end."""
-        if self._fig is not None:
-            self._fig.clear()
-            self._fig = None
 
 
 # -- grids, legends, notes ------------------------------------------------------------------
@@ -102,6 +88,24 @@ def wrap_notes(notes: Sequence[str], width: int = 190) -> list[str]:
         lines = lines[: MAX_NOTE_LINES - 1] + [f"… {cut} more note lines; the page of cells "
                                                 "that did not run lists every gap."]
     return lines
+
+
+def panel_grid(n: int, shape: tuple[int, int] | None = None, **kw):
+    """An A4 landscape figure with ``n`` panels in a grid (`grid_shape` unless ``shape`` is given)
+    and the grid cells left over hidden: ``(figure, axes)``, ``axes`` 2-D."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=PAGE)
+    axes = fig.subplots(*(shape or grid_shape(n)), squeeze=False, **kw)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+def page_legend(fig, handles: list, ncol: int, top: float, **kw) -> None:
+    """A legend centred across the page, its top ``top`` inches below the page's top, read row by row."""
+    fig.legend(handles=row_major(handles, ncol), loc="upper center", ncol=ncol,
+               bbox_to_anchor=(0.5, 1 - top / PAGE[1]), frameon=False, **kw)
 
 
 def draw_notes(fig, notes: Sequence[str], bottom: float = 0.12) -> None:
@@ -222,7 +226,7 @@ class TextPages:
         lefts = np.concatenate([[self.LEFT], self.LEFT + np.cumsum(widths)[:-1]])
         rows = [[str(v) for v in row] for row in rows]
         self.blocks.append(("table", list(cols), rows))
-        self._need(2 + (len(self._cell_lines(rows[0], widths)) if rows else 1))
+        self._need(2 + (max(len(self._wrap(v, w)) for v, w in zip(rows[0], widths)) if rows else 1))
         self._header(cols, widths, lefts)
         for i, row in enumerate(rows):
             cells = [self._wrap(str(v), w) for v, w in zip(row, widths)]
@@ -241,9 +245,6 @@ class TextPages:
     # internals ----------------------------------------------------------------
     def _text(self, x: float, y: float, s: str, **kw) -> None:
         self.page.ops.append(("text", float(x), float(y), s, tuple(sorted(kw.items()))))
-
-    def _cell_lines(self, row, widths):
-        return max((self._wrap(str(v), w) for v, w in zip(row, widths)), key=len)
 
     def _header(self, cols, widths, lefts):
         heads = [self._wrap(c.header, w, whole_words=True) for c, w in zip(cols, widths)]

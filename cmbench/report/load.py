@@ -75,6 +75,9 @@ class Cube:
     def level(self, adversary: str) -> str:
         return str(self.adversaries_info.get(adversary, {}).get("level", ""))
 
+    def mode(self, adversary: str) -> str:
+        return str(self.adversaries_info.get(adversary, {}).get("mode", ""))
+
     def budget_axis(self, adversary: str) -> str:
         """Axis label of the budget, from the adversary's level."""
         symbol, meaning = LEVEL_AXIS.get(self.level(adversary), ("budget", ""))

@@ -29,10 +29,10 @@ from .content import stress
 from .content import tables
 from .content import theory_pages
 from .layout import Page, text_pages
-from .load import Cube
+from .load import Cube, load_cube, load_cubes
 from .style import MethodStyles
 
-__all__ = ["Section", "build_report", "flatten", "default_title"]
+__all__ = ["Section", "build_report", "report_model", "flatten", "default_title"]
 
 
 @dataclass
@@ -49,6 +49,15 @@ def default_title(cubes: Sequence[Cube]) -> str:
     """"cmbench report: <suite>" (the suites the cubes come from)."""
     suites = sorted({str(c.attrs.get("suite", "")) for c in cubes} - {""})
     return "cmbench report" + (f": {', '.join(suites)}" if suites else "")
+
+
+def report_model(cubes: Sequence, baseline=None, title: str | None = None) -> tuple[list[Section], str]:
+    """The sections (`build_report`) of cubes and a baseline given as paths, Datasets or loaded
+    `Cube` objects, and the title (default `default_title`)."""
+    loaded = load_cubes(cubes)
+    base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
+    title = default_title(loaded) if title is None else title
+    return build_report(loaded, title=title, baseline=base), title
 
 
 def build_report(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = None) -> list[Section]:
@@ -77,9 +86,9 @@ def build_report(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = N
         out.append(Section(f"suite-file-{k + 1}" if k else "suite-file", tp.title, text_pages(tp, "suite-file")))
     for cube in cubes:
         e = cube.experiment
-        by_x = parameter.report_x(cube) is not None  # error against a parameter, not the budget
+        by_x = parameter.report_x(cube)  # error against a parameter, not the budget
         curves = parameter.parameter_pages(cube, styles) if by_x else figures.error_pages(cube, styles)
-        out.append(Section(f"{e}-curves", f"{e}: {figures.x_name(cube)}", curves,
+        out.append(Section(f"{e}-curves", f"{e}: error versus {by_x[1] if by_x else 'budget'}", curves,
                            [] if curves else [figures.no_curves_reason(cube)]))
         table = parameter.mean_sd_text(cube)
         if table is not None:

@@ -11,6 +11,7 @@ freed as soon as the report has saved them.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import PurePath
 import re
@@ -24,7 +25,7 @@ from .claims_page import convergence_lines
 from ...cube import FAILURES, GAPS
 from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
 from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
-                     draw_title, grid_shape, legend_columns, plain, row_major, wrap_notes, literal)
+                     draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal)
 from ..style import LineStyle, MethodStyles
 from .tables import baseline_difference, fmt_list, fmt_num, shorten
 
@@ -50,6 +51,8 @@ THRESHOLD_SCOPE = {
 #: the reference line of the inliers' error (`sampling_error`): its label and look (not a method)
 SAMPLING = "sampling error"
 SAMPLING_STYLE = LineStyle("#000000", "", ":")
+SAMPLING_NOTE = (f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left untouched "
+                 f"(mean over instances); no estimator is expected below it.")
 
 
 def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
@@ -99,14 +102,9 @@ class CurvePage:
 
 def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, **kw) -> Page:
     """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`."""
-    looks = {m: SAMPLING_STYLE if m == SAMPLING else styles[m] for m in styles_order(panels)}
+    drawn = dict.fromkeys(m for p in panels for m in p.curves)  # in the order of first appearance
+    looks = {m: SAMPLING_STYLE if m == SAMPLING else styles[m] for m in drawn}
     return Page(slug, CurvePage(title, list(panels), looks, **kw), draw_curves)
-
-
-def draw_curves(page: CurvePage) -> Figure:
-    return curve_figure(page.title, page.panels, page.styles, xlabel=page.xlabel, ylabel=page.ylabel,
-                        notes=page.notes, subtitle=page.subtitle, zero_line=page.zero_line,
-                        floor_zero=page.floor_zero)
 
 
 # -- error curves --------------------------------------------------------------------
@@ -131,8 +129,7 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                     panels[-1].curves[SAMPLING] = (ref.sel(dataset=d).values, np.full(len(cube.budgets), np.nan))
             notes = [f"Recoverer {line}" for line in convergence_lines(cube)]
             if ref is not None:
-                notes.append(f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left "
-                             f"untouched (mean over instances); no estimator is expected below it.")
+                notes.append(SAMPLING_NOTE)
             if empty:
                 notes.append(_empty_note(cube, status.sel(adversary=adversary), metric, empty))
             notes += _gap_notes(cube, status.sel(adversary=adversary),
@@ -147,13 +144,6 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                                     ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
                                     subtitle="mean over instances with a 95% confidence band"))
     return pages
-
-
-def x_name(cube: Cube) -> str:
-    """What the curve pages of ``cube`` draw: "error versus budget", or versus the parameter
-    its ``report_x`` attribute names (``dataset.d`` -> "error versus d")."""
-    spec = str(cube.attrs.get("report_x", "") or "")
-    return f"error versus {spec.split('.', 1)[1]}" if "." in spec else "error versus budget"
 
 
 def no_curves_reason(cube: Cube) -> str:
@@ -197,7 +187,7 @@ def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, 
     if not info.get("structure_known"):
         return []
     level = cube.level(adversary)
-    mode = str(cube.adversaries_info.get(adversary, {}).get("mode", ""))
+    mode = cube.mode(adversary)
     out = []
     for key, entry in (info.get("thresholds") or {}).items():
         if isinstance(entry, (int, float)):
@@ -220,9 +210,7 @@ def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, 
     return sorted(out, key=lambda t: t[1])
 
 
-def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
-                 ylabel: str, notes: Sequence[str] = (), subtitle: str = "",
-                 zero_line: bool = False, floor_zero: bool = True) -> Figure:
+def draw_curves(page: CurvePage) -> Figure:
     """A page of panels in a grid (3 columns at most), one shared legend on top,
     and notes at the bottom.
 
@@ -235,32 +223,22 @@ def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
     highest mean, so that a wide band does not flatten the curves. Recovery thresholds shared by every panel that has them go
     into the top legend; otherwise each panel has its own small legend.
     """
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    n = len(panels)
-    nrows, ncols = grid_shape(n)
-    fig = Figure(figsize=PAGE)
-    methods = styles_order(panels)
+    panels, styles = page.panels, page.styles
+    fig, axes = panel_grid(len(panels))
+    nrows = axes.shape[0]
+    methods = list(styles)
     with_thr = [p.thresholds for p in panels if p.thresholds]
     shared_thr = with_thr[0] if with_thr and all(t == with_thr[0] for t in with_thr) else None
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
     clipped: dict[str, list[str]] = {}
     for ax, panel in zip(axes.ravel(), panels):
-        for m, text in _draw_panel(ax, panel, styles, floor_zero=floor_zero,
-                                   zero_line=zero_line, thr_legend=shared_thr is None):
+        for m, text in _draw_panel(ax, panel, styles, floor_zero=page.floor_zero,
+                                   zero_line=page.zero_line, thr_legend=shared_thr is None):
             clipped.setdefault(m, []).append(text)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-    notes = list(notes)
-    off: dict[str, list[str]] = {}
-    for p in panels:
-        if p.off_range:
-            off.setdefault("; ".join(p.off_range), []).append(p.key or p.title.splitlines()[0])
-    for text, where in off.items():
-        notes.append(f"Recovery thresholds beyond the budgets shown ({', '.join(where)}): {text}.")
+        ax.set_xlabel(page.xlabel)
+        ax.set_ylabel(page.ylabel)
+    notes = page.notes + off_range_notes(panels)
     if clipped:
         notes.append("Off the top of the y axis (marked by triangles on the top edge): "
                      + "; ".join(f"{m} on {', '.join(v)}" for m, v in clipped.items()) + ".")
@@ -275,33 +253,27 @@ def curve_figure(title: str, panels: Sequence[Panel], styles, *, xlabel: str,
     fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (LEGEND_Y + LEGEND_ROW * rows + 0.45) / h,
                         bottom=(0.72 + NOTE_LINE * len(notes)) / h,
                         hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
-    draw_title(fig, title, subtitle)
-    handles = [Line2D([], [], label=literal(m), **styles[m].kwargs()) for m in methods]
-    if len(handles) > ncol:
-        handles = row_major(handles, ncol)
-    if handles:
-        fig.legend(handles=handles, loc="upper center", ncol=ncol,
-                   bbox_to_anchor=(0.5, 1 - LEGEND_Y / h), frameon=False, fontsize=9,
-                   handlelength=3.0, columnspacing=2.0)
+    draw_title(fig, page.title, page.subtitle)
+    if methods:
+        page_legend(fig, [Line2D([], [], label=literal(m), **styles[m].kwargs()) for m in methods], ncol,
+                    LEGEND_Y, fontsize=9, handlelength=3.0, columnspacing=2.0)
     if shared_thr:
-        y = 1 - (LEGEND_Y + LEGEND_ROW * (rows - thr_rows)) / h
         intro = Line2D([], [], linestyle="none", label="recovery thresholds:")
-        thr_handles = [intro] + _threshold_handles(shared_thr)
-        if thr_rows > 1:
-            thr_handles = row_major(thr_handles, thr_ncol)
-        fig.legend(handles=thr_handles, loc="upper center", ncol=thr_ncol,
-                   bbox_to_anchor=(0.5, y), frameon=False, fontsize=8.5, handlelength=3.0,
-                   columnspacing=1.5, handletextpad=0.4)
+        page_legend(fig, [intro] + _threshold_handles(shared_thr), thr_ncol,
+                    LEGEND_Y + LEGEND_ROW * (rows - thr_rows), fontsize=8.5, handlelength=3.0,
+                    columnspacing=1.5, handletextpad=0.4)
     draw_notes(fig, notes)
     return fig
 
 
-def styles_order(panels: Sequence[Panel]) -> list[str]:
-    seen: dict[str, None] = {}
+def off_range_notes(panels: Sequence[Panel]) -> list[str]:
+    """A note per set of recovery thresholds beyond the budgets shown, naming the panels it is of."""
+    off: dict[str, list[str]] = {}
     for p in panels:
-        for m in p.curves:
-            seen[m] = None
-    return list(seen)
+        if p.off_range:
+            off.setdefault("; ".join(p.off_range), []).append(p.key or p.title.splitlines()[0])
+    return [f"Recovery thresholds beyond the budgets shown ({', '.join(where)}): {text}."
+            for text, where in off.items()]
 
 
 def _threshold_handles(thresholds: Sequence[tuple[str, float]]) -> list[Line2D]:
@@ -309,12 +281,7 @@ def _threshold_handles(thresholds: Sequence[tuple[str, float]]) -> list[Line2D]:
 
     return [Line2D([], [], color=c, linestyle=ls, linewidth=1.2,
                    label=f"{label} = {fmt_num(value)}")
-            for (label, value), (c, ls) in zip(thresholds, _cycle(THRESHOLD_STYLES))]
-
-
-def _cycle(items):
-    while True:
-        yield from items
+            for (label, value), (c, ls) in zip(thresholds, itertools.cycle(THRESHOLD_STYLES))]
 
 
 def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
@@ -520,13 +487,15 @@ def draw_runtime(page: RuntimePage) -> Figure:
     ax.set_ylim(-0.6, len(methods) - 0.4)
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("seconds per cell, mean over ok cells" + (" (log scale)" if log else ""))
-    fig.suptitle(f"{page.experiment}: runtime per method", x=LEFT_MARGIN, ha="left", y=0.965,
-                 fontsize=12, fontweight="bold")
-    fig.text(LEFT_MARGIN, 0.925, f"Seconds recorded per cell (data set, instance, adversary, budget) "
-             f"for each method; {page.timeouts} timed-out and "
-             f"{page.failures} failed cells are left out.", fontsize=9,
-             style="italic", va="top", parse_math=False)
+    draw_title(fig, *runtime_heading(page))
     return fig
+
+
+def runtime_heading(page: RuntimePage) -> tuple[str, str]:
+    """The runtime page's title and subtitle."""
+    return (f"{page.experiment}: runtime per method",
+            f"Seconds recorded per cell (data set, instance, adversary, budget) for each method; "
+            f"{page.timeouts} timed-out and {page.failures} failed cells are left out.")
 
 
 def runtime_label(method: str, mean: float) -> str:

@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from .figures import SAMPLING, Panel, curve_page, sampling_error
+from .figures import SAMPLING, SAMPLING_NOTE, Panel, curve_page, sampling_error
 from ..layout import Col, Page, TextPages, plain
 from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
 from ..style import MethodStyles
@@ -73,8 +73,7 @@ def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                 notes.append(f"Data sets without a numeric {param} are left out: "
                              f"{', '.join(d for d in cube.datasets if d not in keep)}.")
             if ref is not None and metric == "l2":
-                notes.append(f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left "
-                             f"untouched (mean over instances); no estimator is expected below it.")
+                notes.append(SAMPLING_NOTE)
             title = f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} versus {param}, adversary {adversary}"
             pages.append(curve_page(f"{cube.experiment}-{adversary}-{metric}-by-{param}", title, panels,
                                     styles, xlabel=param,

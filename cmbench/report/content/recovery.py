@@ -62,10 +62,9 @@ def recovery_pages(cube: Cube) -> list[Page]:
             if not panels:
                 continue
             title = f"{cube.experiment}: {what}, adversary {adversary}"
-            sub = ("per recoverer, mean over instances with a 95% band; " + tolerance_text(cube)
-                   if var == "recovered_fraction" else
-                   "per recoverer, mean over instances with a 95% band; over the hidden or replaced "
-                   "entries the recoverer filled, in the data's units")
+            sub = "per recoverer, mean over instances with a 95% band; " + (
+                tolerance_text(cube) if var == "recovered_fraction"
+                else "over the hidden or replaced entries the recoverer filled, in the data's units")
             pages.append(curve_page(f"{cube.experiment}-{adversary}-{var}", title, panels, styles,
                                     xlabel=cube.budget_axis(adversary), ylabel=ylabel, subtitle=sub))
     return pages

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 import xarray as xr
 
-from ..layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, TITLE_Y, Col, Page, TextPages,
-                     clip_top, draw_notes, grid_shape, legend_columns, plain, row_major, text_pages, wrap_notes)
+from ..layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Col, Page, TextPages, clip_top,
+                     draw_notes, draw_title, legend_columns, page_legend, panel_grid, plain, text_pages, wrap_notes)
 from ..load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
 from ..style import MethodStyles
 from .tables import fmt_num
@@ -62,28 +62,22 @@ def adaptive_adversaries(cube: Cube) -> list[str]:
     return [a for a in cube.adversaries if bool(np.isfinite(ev.sel(adversary=a).values).any())]
 
 
-def _info(cube: Cube, adversary: str) -> tuple[str, str]:
-    info = cube.adversaries_info.get(adversary, {})
-    return str(info.get("level", "")), str(info.get("mode", ""))
-
-
 def _tag(cube: Cube, adversary: str) -> str:
-    return LEVEL_TAG.get(_info(cube, adversary)[0], "?")
+    return LEVEL_TAG.get(cube.level(adversary), "?")
 
 
 def fixed_for(cube: Cube, adversary: str) -> list[tuple[str, bool]]:
     """Fixed (non-adaptive) adversaries of the same mode, with whether the adaptive
     ``adversary`` can simulate them at the same budget (level no stronger)."""
-    level, mode = _info(cube, adversary)
+    level, mode = cube.level(adversary), cube.mode(adversary)
     adaptive = set(adaptive_adversaries(cube))
     out = []
     for a in cube.adversaries:
         if a in adaptive:
             continue
-        lv, md = _info(cube, a)
-        if mode and md and md != mode:
+        if mode and cube.mode(a) and cube.mode(a) != mode:
             continue
-        out.append((a, LEVEL_RANK.get(lv, 9) <= LEVEL_RANK.get(level, 0)))
+        out.append((a, LEVEL_RANK.get(cube.level(a), 9) <= LEVEL_RANK.get(level, 0)))
     return out
 
 
@@ -181,7 +175,7 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
                      np.isfinite(np.vstack(within)).any() else np.full(len(methods), np.nan))
         finite = np.concatenate([worst[np.isfinite(worst)]] +
                                 [v[np.isfinite(v)] for v in fvals.values()])
-        top = _top(finite)
+        top = clip_top(finite)
         right = top if top else (1.06 * finite.max() if finite.size and finite.max() > 0 else 1.0)
         if top:
             over = [(m, w) for m, w in zip(methods, worst) if np.isfinite(w) and w > top]
@@ -193,9 +187,9 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
                              + (f" and {len(over) - 8} more" if len(over) > 8 else "") + ".")
         panels.append(DotPanel(f"{symbol} = {fmt_num(b)}", worst, brk, [fvals[a] for a, _ in fixed],
                                strongest, top, float(right)))
-    level, mode = _info(cube, adv)
+    level = cube.level(adv)
     title = (f"{cube.experiment}: worst case found vs fixed attacks, {adv} "
-             f"({LEVEL_TAG.get(level, level)}, {mode}) on {dataset}")
+             f"({LEVEL_TAG.get(level, level)}, {cube.mode(adv)}) on {dataset}")
     notes.append(
         "Mean over instances. Fixed attacks of the same mode at the same budget; filled grey: "
         "a level the adaptive adversary can simulate (Prop. adversaryLemma), hollow: a stronger level; "
@@ -208,17 +202,11 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
 
 
 def draw_dots(page: DotPage) -> Figure:
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
     methods, colors = page.methods, page.colors
-    fig = Figure(figsize=PAGE)
     n = len(page.panels)
-    ncols = min(n, 3)
-    nrows = math.ceil(n / ncols)
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
+    fig, axes = panel_grid(n, (math.ceil(n / min(n, 3)), min(n, 3)), sharey=True)
     y = np.arange(len(methods))[::-1].astype(float)
     for ax, panel in zip(axes.ravel(), page.panels):
         top, worst = panel.top, panel.worst
@@ -269,19 +257,12 @@ def draw_dots(page: DotPage) -> Figure:
     notes = wrap_notes(page.notes)
     fig.subplots_adjust(left=0.17, right=0.97, top=1 - (LEGEND_Y + 0.22 * rows + 0.35) / h,
                         bottom=(0.6 + NOTE_LINE * len(notes)) / h, wspace=0.08, hspace=0.35)
-    fig.suptitle(page.title, x=LEFT_MARGIN, ha="left", y=1 - TITLE_Y / h, fontsize=12, fontweight="bold",
-                 parse_math=False)
-    fig.legend(handles=row_major(handles, ncol) if len(handles) > ncol else handles,
-               loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 1 - 0.5 / h), frameon=False,
-               fontsize=8.5, handlelength=2.2)
+    draw_title(fig, page.title)
+    page_legend(fig, handles, ncol, 0.5, fontsize=8.5, handlelength=2.2)
     draw_notes(fig, notes, bottom=0.1)
     if page.footer:
         fig.text(LEFT_MARGIN, 0.012, page.footer, fontsize=7.5, color="0.2")
     return fig
-
-
-def _top(values: np.ndarray) -> float | None:
-    return clip_top(values)
 
 
 # -- page 2: error against d_ENTRY^1 -----------------------------------------------------
@@ -357,7 +338,7 @@ def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> lis
                                               kind == "adaptive"))
             xs = np.concatenate([p.x for p in points]) if points else np.array([0.0])
             ys = np.concatenate([p.y for p in points]) if points else np.array([0.0])
-            top = _top(ys)
+            top = clip_top(ys)
             if top:
                 notes.append(f"{d}: errors up to {fmt_num(float(ys.max()))} are off the top.")
             info = cube.datasets_info.get(d, {})
@@ -386,15 +367,9 @@ def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> lis
 
 
 def draw_distance(page: DistancePage) -> Figure:
-    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    fig = Figure(figsize=PAGE)
-    n = len(page.panels)
-    nrows, ncols = grid_shape(n)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for ax in axes.ravel()[n:]:
-        ax.set_visible(False)
+    fig, axes = panel_grid(len(page.panels))
     rate_drawn = half_drawn = False
     for ax, panel in zip(axes.ravel(), page.panels):
         for p in panel.points:
@@ -434,11 +409,8 @@ def draw_distance(page: DistancePage) -> Figure:
     notes = wrap_notes(page.notes)
     fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (LEGEND_Y + LEGEND_ROW * rows + 0.4) / h,
                         bottom=(0.7 + NOTE_LINE * len(notes)) / h, hspace=0.5, wspace=0.22)
-    fig.suptitle(page.title, x=LEFT_MARGIN, ha="left", y=1 - TITLE_Y / h, fontsize=12, fontweight="bold",
-                 parse_math=False)
-    fig.legend(handles=row_major(handles, ncol) if len(handles) > ncol else handles,
-               loc="upper center", ncol=ncol, bbox_to_anchor=(0.5, 1 - 0.5 / h), frameon=False,
-               fontsize=8.5)
+    draw_title(fig, page.title)
+    page_legend(fig, handles, ncol, 0.5, fontsize=8.5)
     draw_notes(fig, notes)
     return fig
 
@@ -513,9 +485,9 @@ def summary_pages(cube: Cube) -> "TextPages | None":
             "per cell, and the mean d_ENTRY^1, d_ENTRY^inf and d_TV of the adversary's "
             "corruptions (largest over the methods attacked).", style="italic")
     for adv in dict.fromkeys(r["adversary"] for r in rows):
-        level, mode = _info(cube, adv)
+        level = cube.level(adv)
         first = next(r for r in rows if r["adversary"] == adv)
-        tp.heading(f"{adv} ({LEVEL_TAG.get(level, level)}, {mode}): d_ENTRY^1 "
+        tp.heading(f"{adv} ({LEVEL_TAG.get(level, level)}, {cube.mode(adv)}): d_ENTRY^1 "
                    f"{fmt_num(first['d_entry1'])}, d_ENTRY^inf {fmt_num(first['d_entry_inf'])}, "
                    f"d_TV {fmt_num(first['d_tv'])}")
         tp.table([Col("method", 2.0), Col("cells", 0.5, "right"), Col("worst case", 0.9, "right"),

@@ -14,6 +14,7 @@ raises `concurrent.futures.process.BrokenProcessPool`.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -31,8 +32,9 @@ Drawn = list[tuple[list[int], bytes]]
 Strategy = Callable[[Sequence[tuple[int, Page]], dict], Drawn]
 
 
-def draw_document(records: Sequence[tuple], meta: dict) -> bytes:
-    """One PDF document of pages given as ``(record, draw)`` pairs, drawn with the report's rc settings."""
+def draw_document(records: Sequence[tuple], meta: dict, drawn: Callable | None = None) -> bytes:
+    """One PDF document of pages given as ``(record, draw)`` pairs, drawn with the report's rc settings;
+    ``drawn(k, figure)`` is called with each page's figure once it is in the document."""
     import matplotlib
     from matplotlib.backends.backend_pdf import PdfPages
 
@@ -40,9 +42,11 @@ def draw_document(records: Sequence[tuple], meta: dict) -> bytes:
 
     buf = io.BytesIO()
     with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
-        for record, draw in records:
+        for k, (record, draw) in enumerate(records):
             fig = draw(record)
             pdf.savefig(fig)
+            if drawn is not None:
+                drawn(k, fig)
             fig.clear()
     return buf.getvalue()
 
@@ -65,7 +69,7 @@ def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Pag
     return [g for g in groups if g]
 
 
-class Pool:
+class Pool(contextlib.AbstractContextManager):
     """``workers`` processes that draw pages; a context manager (the pool ends on exit).
 
     The processes start on first use, so a report whose pages are all kept
@@ -93,13 +97,7 @@ class Pool:
         futures = [(g, pool.submit(draw_document, [(p.record, p.draw) for _, p in g], meta)) for g in groups]
         return [([i for i, _ in g], f.result()) for g, f in futures]
 
-    def close(self) -> None:
+    def __exit__(self, *exc) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-
-    def __enter__(self) -> "Pool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -23,6 +23,7 @@ import html
 import io
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -30,10 +31,10 @@ import numpy as np
 import xarray as xr
 
 from ...version import __version__
-from ..content.figures import CurvePage, RuntimePage, runtime_label
+from ..content.figures import CurvePage, RuntimePage, off_range_notes, runtime_heading, runtime_label
 from ..layout import slug, Page, plain
-from ..load import Cube, load_cube, load_cubes
-from ..model import Section, build_report, default_title
+from ..load import Cube
+from ..model import Section, report_model
 from ..content.significance import CdPage
 from ..content.tables import fmt_num
 from .writing import check_out, write_bytes
@@ -95,10 +96,7 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
     out = check_out(out, [*cubes, baseline], kind="html")
     if sections is None:
-        loaded = load_cubes(cubes)
-        base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
-        title = default_title(loaded) if title is None else title
-        sections = build_report(loaded, title=title, baseline=base)
+        sections, title = report_model(cubes, baseline, title)
     write_bytes(out, build_html(sections, title=title).encode("utf-8"))
     return out
 
@@ -107,12 +105,12 @@ def build_html(sections: Sequence[Section], *, title: str) -> str:
     """The whole page as a string: a table of contents, then each section."""
     from plotly.offline import get_plotlyjs
 
-    ids = _Ids()
+    new_id = _id_maker()
     body = [f"<h1>{_e(title)}</h1>"]
-    anchors = [(ids.new(s.slug), s) for s in sections]
+    anchors = [(new_id(s.slug), s) for s in sections]
     body.append("<nav>" + " ".join(f'<a href="#{a}">{_e(s.title)}</a>' for a, s in anchors) + "</nav>")
     for anchor, section in anchors:
-        body.append(render_section(section, anchor, ids))
+        body.append(render_section(section, anchor, new_id))
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -126,7 +124,7 @@ def build_html(sections: Sequence[Section], *, title: str) -> str:
         "</body>", "</html>", ""])
 
 
-def render_section(section: Section, anchor: str, ids: "_Ids") -> str:
+def render_section(section: Section, anchor: str, new_id: Callable[[str], str]) -> str:
     parts = [f'<section id="{anchor}">', f"<h2>{_e(plain(section.title))}</h2>"]
     for reason in section.omitted:
         parts.append(f'<p class="note">Left out: {_e(reason)}.</p>')
@@ -137,7 +135,7 @@ def render_section(section: Section, anchor: str, ids: "_Ids") -> str:
             continue  # a page continuing a text rendered whole on its first page
         else:
             render = RENDERERS.get(type(page.record), render_svg)
-            parts.append(render(page, ids.new(page.slug)))
+            parts.append(render(page, new_id(page.slug)))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -240,11 +238,7 @@ def render_curves(page: Page, div: str) -> str:
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1 + 55 / plot_h,
                               "xanchor": "left", "x": 0, "groupclick": "togglegroup"},
                       margin={"t": 150, "l": 60, "r": 20, "b": 50})
-    notes = list(rec.notes)
-    for p in rec.panels:
-        if p.off_range:
-            notes.append(f"Recovery thresholds beyond the budgets shown ({p.key or p.title}): "
-                         f"{'; '.join(p.off_range)}.")
+    notes = rec.notes + off_range_notes(rec.panels)
     return "\n".join(_figure_head(rec.title, rec.subtitle) + [fig.to_html(div)]
                      + [f'<p class="note">{_e(plain(n))}</p>' for n in notes])
 
@@ -261,11 +255,9 @@ def render_runtime(page: Page, div: str) -> str:
                       margin={"t": 30, "l": 60, "r": 20, "b": 100})
     rows = [[runtime_label(m, v).replace("\n", ", ")] + [fmt_num(t) for t in rec.per_dataset[i]]
             for i, (m, v) in enumerate(zip(rec.methods, rec.overall))]
-    return "\n".join(_figure_head(f"{rec.experiment}: runtime per method",
-                                   f"Seconds recorded per cell (data set, instance, adversary, budget) for each "
-                                   f"method; {rec.timeouts} timed-out and {rec.failures} failed cells are left out.")
-                      + [fig.to_html(div), _table(["method, mean seconds per ok cell"] + rec.datasets, rows,
-                                                  num=range(1, len(rec.datasets) + 1))])
+    return "\n".join(_figure_head(*runtime_heading(rec))
+                     + [fig.to_html(div), _table(["method, mean seconds per ok cell"] + rec.datasets, rows,
+                                                 num=range(1, len(rec.datasets) + 1))])
 
 
 def render_cd(page: Page, div: str) -> str:
@@ -310,17 +302,15 @@ def _svg(draw: Callable, prefix: str) -> str:
                   lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
 
 
-class _Ids:
+def _id_maker() -> Callable[[str], str]:
     """Element ids unique in the page: a repeated slug (two cubes of one experiment name) gets -2, -3."""
+    seen: Counter = Counter()
 
-    def __init__(self) -> None:
-        self.seen: dict[str, int] = {}
-
-    def new(self, name: str) -> str:
+    def new(name: str) -> str:
         base = slug(name, "x")
-        n = self.seen.get(base, 0) + 1
-        self.seen[base] = n
-        return base if n == 1 else f"{base}-{n}"
+        seen[base] += 1
+        return base if seen[base] == 1 else f"{base}-{seen[base]}"
+    return new
 
 
 # -- plotly figures as plain JSON ------------------------------------------------------------
@@ -334,17 +324,15 @@ class _Plot:
 
     CONFIG = {"displaylogo": False, "responsive": True}
 
-    def __init__(self, layout: dict) -> None:
+    def __init__(self, layout: dict, titles: Sequence[str] = ()) -> None:
         self.data: list[dict] = []
         self.layout = layout
+        self.titles = list(titles)  # of the grid's panels
 
     @classmethod
     def grid(cls, rows: int, cols: int, titles: Sequence[str]) -> "_Plot":
-        layout = {"grid": {"rows": rows, "columns": cols, "pattern": "independent", "roworder": "top to bottom",
-                           "xgap": 0.18, "ygap": 0.45 if rows > 1 else 0.2}}
-        plot = cls(layout)
-        plot.titles = list(titles)
-        return plot
+        return cls({"grid": {"rows": rows, "columns": cols, "pattern": "independent", "roworder": "top to bottom",
+                             "xgap": 0.18, "ygap": 0.45 if rows > 1 else 0.2}}, titles)
 
     def add(self, k: int, **trace) -> None:
         """Add a trace to subplot ``k`` (1-based, row by row)."""
@@ -359,12 +347,11 @@ class _Plot:
         import plotly.io as pio
 
         layout = dict(self.layout, template=_template())
-        titles = getattr(self, "titles", [])
-        if titles:
+        if self.titles:
             layout["annotations"] = [
                 {"text": t, "showarrow": False, "xref": f"x{'' if k == 1 else k} domain",
                  "yref": f"y{'' if k == 1 else k} domain", "x": 0.5, "y": 1.0, "xanchor": "center",
-                 "yanchor": "bottom", "font": {"size": 13}} for k, t in enumerate(titles, start=1)]
+                 "yanchor": "bottom", "font": {"size": 13}} for k, t in enumerate(self.titles, start=1)]
         return pio.to_html({"data": self.data, "layout": layout}, validate=False, full_html=False,
                            include_plotlyjs=False, div_id=div_id, config=self.CONFIG)
 
@@ -377,23 +364,17 @@ def _template() -> dict:
 
 
 # -- helpers ------------------------------------------------------------------------------
+NUM = ' class="num"'  # a table cell holding a number
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence], num: Sequence[int] = ()) -> str:
-    """An HTML table; a cell given as (text, best) is bold when best."""
-    num = set(num)
-    out = ["<table><thead><tr>"
-           + "".join(f'<th{" class=num" if i in num else ""}>{_e(h)}</th>' for i, h in enumerate(header))
-           + "</tr></thead><tbody>"]
-    for row in rows:
-        cells = []
-        for i, v in enumerate(row):
-            best = False
-            if isinstance(v, tuple):
-                v, best = v
-            cls = " ".join(c for c, on in (("num", i in num), ("best", best)) if on)
-            cells.append(f'<td{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}>{_e(v)}</td>')
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
+    """An HTML table; the columns ``num`` hold numbers (right-aligned)."""
+    def cell(tag: str, i: int, value) -> str:
+        return f"<{tag}{NUM if i in num else ''}>{_e(value)}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(header))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _e(value) -> str:
@@ -402,9 +383,7 @@ def _e(value) -> str:
 
 def _plain_title(text: str) -> str:
     """A matplotlib title (mathtext, newlines) as plotly text."""
-    text = str(text).replace("$\\epsilon$", "ε").replace("$\\rho$", "ρ").replace("$\\alpha$", "α")
-    text = re.sub(r"\$([^$]*)\$", r"\1", text).replace("\\", "")
-    return html.escape(text).replace("\n", "<br>")
+    return _e(plain(text)).replace("\n", "<br>")
 
 
 def _rgba(hex_color: str, alpha: float) -> str:

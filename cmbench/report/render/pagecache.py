@@ -142,10 +142,8 @@ class PageCache:
 
     def find(self, digest: Optional[str]) -> Optional[tuple[str, int]]:
         """Where the page drawn from ``digest`` is kept (document, page number), if it is intact."""
-        loc = self.pages.get(digest) if digest else None
-        if not (isinstance(loc, list) and len(loc) == 2 and isinstance(loc[1], int)):
-            return None
-        return (loc[0], loc[1]) if self.document(loc[0]) is not None else None
+        loc = self.pages.get(digest) if digest else None  # entries are checked when read and added
+        return (loc[0], loc[1]) if loc is not None and self.document(loc[0]) is not None else None
 
     def add(self, blob: bytes, digests: Sequence[Optional[str]]) -> str:
         """Keep a document whose pages were drawn from ``digests``; return its name."""

@@ -21,8 +21,8 @@ from . import drawing
 from . import pagecache
 from .drawing import Strategy
 from ..layout import slug, Page
-from ..load import Cube, load_cube, load_cubes
-from ..model import build_report, default_title, flatten
+from ..load import Cube
+from ..model import build_report, default_title, flatten, report_model
 from .pagecache import PageCache
 from .writing import check_out, write_bytes
 
@@ -72,10 +72,7 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
 
         writable_folder(png, "PNG folder")
     if sections is None:
-        loaded = load_cubes(cubes)
-        base = load_cube(baseline, index=len(loaded)) if baseline is not None else None
-        title = default_title(loaded) if title is None else title
-        sections = build_report(loaded, title=title, baseline=base)
+        sections, title = report_model(cubes, baseline, title)
     pages = flatten(sections)
     meta = {
         "Title": title,
@@ -86,11 +83,10 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         "Creator": "cmbench.report",
         "CreationDate": _dt.datetime.now(_dt.timezone.utc),
     }
-    if png is not None:
-        blob = _draw_with_png(pages, png, meta)
-    else:
-        blob = _merged(pages, meta, PageCache(Path(page_cache)) if page_cache is not None else None,
-                       name=out.name, draw=draw or drawing.draw_here)
+    if png is not None:  # every page drawn here, the figures written as PNG too
+        draw, page_cache = _with_png(png), None
+    blob = _merged(pages, meta, PageCache(Path(page_cache)) if page_cache is not None else None,
+                   name=out.name, draw=draw or drawing.draw_here)
     write_bytes(out, blob)
     return out
 
@@ -100,26 +96,25 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
     return flatten(build_report(cubes, title=title, baseline=baseline))
 
 
-def _draw_with_png(pages: Sequence[Page], png: Path, meta: dict) -> bytes:
-    import matplotlib
-    from matplotlib.backends.backend_pdf import PdfPages
+def _with_png(png: Path) -> Strategy:
+    """The strategy drawing every page here, in one document, and each figure page (`Page.png`) as
+    ``png/<slug>.png`` too (a repeated slug gets -2, -3)."""
+    def draw(pages: Sequence[tuple[int, Page]], meta: dict) -> drawing.Drawn:
+        used: set[str] = set()
 
-    from ..style import RC
-
-    used: set[str] = set()
-    buf = io.BytesIO()
-    with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
-        for page in pages:
-            pdf.savefig(page.fig)
+        def write(k: int, fig) -> None:
+            page = pages[k][1]
             if page.png:
-                name = slug(page.slug, "figure")
-                stem, k = name, 2
+                name = stem = slug(page.slug, "figure")
+                n = 2
                 while name in used:
-                    name, k = f"{stem}-{k}", k + 1
+                    name, n = f"{stem}-{n}", n + 1
                 used.add(name)
-                page.fig.savefig(check_target(png / f"{name}.png", root=png, kind="png"), dpi=150)
-            page.release()
-    return buf.getvalue()
+                fig.savefig(check_target(png / f"{name}.png", root=png, kind="png"), dpi=150)
+
+        blob = drawing.draw_document([(p.record, p.draw) for _, p in pages], meta, write)
+        return [([i for i, _ in pages], blob)]
+    return draw
 
 
 def _merged(pages: Sequence[Page], meta: dict, cache: PageCache | None, name: str, draw: Strategy) -> bytes:
