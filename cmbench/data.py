@@ -47,6 +47,7 @@ error they raise for unusable data.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -54,7 +55,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -83,16 +83,9 @@ ENV_MAX_FILE_GB = "CMBENCH_MAX_FILE_GB"
 DEFAULT_MAX_FILE_GB = 1.0  # a table read whole into memory takes a few times its size on disk
 
 TIMEOUT = 60.0  # seconds without a byte before a download is abandoned
-_CHUNK = 1 << 16
 
 class ChecksumError(DataError):
     """A data file whose SHA-256 is not the declared one (message: the file and both digests)."""
-
-
-# (resolved path, size, mtime_ns) -> hex digest: a sweep checks each file once
-# per process, and a file replaced in place (new size or mtime) is rehashed.
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-_DIGESTS_LOCK = threading.Lock()
 
 
 # --------------------------------------------------------------------- places
@@ -202,31 +195,29 @@ def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
         raise
 
 
-def read_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> bytes:
-    """The whole content of a user's file (`open_user_file`), read in bounded chunks: a file
-    that grows past the limit while it is read is refused, not read to the end."""
+def _user_chunks(path: Path | str, what: str, limit: Optional[int]):
+    """The chunks of a user's file (`open_user_file`): a file that grows past the limit
+    while it is read is refused, not read to the end."""
     limit = max_file_bytes() if limit is None else limit
-    with open_user_file(path, what, limit) as f:
-        parts, total = [], 0
-        while chunk := f.read(CHUNK):
-            total += len(chunk)
-            if total > limit:
-                raise DataError(f"{what}: {path} grew past the limit of {limit / 1e9:g} GB while it was read")
-            parts.append(chunk)
-    return b"".join(parts)
-
-
-def hash_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> str:
-    """Hex SHA-256 of a user's file (`open_user_file`), read in bounded chunks."""
-    limit = max_file_bytes() if limit is None else limit
-    h = hashlib.sha256()
     total = 0
     with open_user_file(path, what, limit) as f:
         while chunk := f.read(CHUNK):
             total += len(chunk)
             if total > limit:
                 raise DataError(f"{what}: {path} grew past the limit of {limit / 1e9:g} GB while it was read")
-            h.update(chunk)
+            yield chunk
+
+
+def read_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> bytes:
+    """The whole content of a user's file, read in bounded chunks (`_user_chunks`)."""
+    return b"".join(_user_chunks(path, what, limit))
+
+
+def hash_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> str:
+    """Hex SHA-256 of a user's file, read in bounded chunks (`_user_chunks`)."""
+    h = hashlib.sha256()
+    for chunk in _user_chunks(path, what, limit):
+        h.update(chunk)
     return h.hexdigest()
 
 
@@ -250,22 +241,25 @@ def check_file_size(path: Path | str, what: str) -> Path:
 
 
 def sha256_file(path: Path | str) -> str:
-    """Hex SHA-256 of a file, memoised per (path, size, mtime) within the process."""
+    """Hex SHA-256 of a file, memoised per (path, size, mtime) within the process: a sweep
+    hashes each data or plugin file once, and a file replaced in place is hashed again.
+
+    Raises `DataError` for a device, FIFO or folder (`open_user_file`), OSError when absent.
+    """
     path = Path(path)
     st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _DIGESTS_LOCK:
-        if key in _DIGESTS:
-            return _DIGESTS[key]
-    digest = _hash_file(path)
-    with _DIGESTS_LOCK:
-        _DIGESTS[key] = digest
-    return digest
+    return _digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _digest(path: str, size: int, mtime_ns: int) -> str:  # size and mtime_ns: the cache key
+    return _hash_file(Path(path))
 
 
 def _hash_file(path: Path) -> str:
-    # no size limit: a data set's declared source files are checked by their digest, whatever their size
-    return hash_user_file(path, "data file", limit=1 << 62)
+    # no size limit: declared source files are checked by their digest, and a plugin's or a data
+    # file's digest keys the cache, whatever their size (a loader reading a file whole applies it)
+    return hash_user_file(path, "file", limit=1 << 62)
 
 
 def _mismatch(dataset: Dataset, path: Path, expected: str, actual: str, hint: str) -> ChecksumError:
@@ -395,10 +389,7 @@ def file_url(dataset: Dataset, f: DataFile) -> str:
 def _download(url: str, target: Path, bar: Any) -> None:
     req = urllib.request.Request(url, headers={"User-Agent": "cmbench (+https://archive.ics.uci.edu)"})
     with urllib.request.urlopen(req, timeout=TIMEOUT) as resp, open(target, "wb") as out:
-        while True:
-            chunk = resp.read(_CHUNK)
-            if not chunk:
-                break
+        while chunk := resp.read(CHUNK):
             out.write(chunk)
             bar.update(len(chunk))
 
@@ -414,7 +405,7 @@ def _extract(archive: Path, member: str, target: Path, url: str) -> None:
                                     f"{member!r}" + (f" ({', '.join(ends)})" if ends else ""))
                 member = ends[0]
             with zf.open(member) as src, open(target, "wb") as out:
-                shutil.copyfileobj(src, out, _CHUNK)
+                shutil.copyfileobj(src, out, CHUNK)
     except zipfile.BadZipFile as exc:
         raise DataError(f"{url}: not a zip archive ({exc})") from None
 
