@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     import xarray
 
     from .bundle import WorkerSetupError
+    from .export import to_frame
     from .plugins import Registry
+    from .ranking import rank
     from .runner import Interrupted, Progress, StoppedAtFailure
     from .suite import Suite, load_suite
 
@@ -61,34 +63,6 @@ def load_plugins(extra: Sequence[Any] = ()) -> "Registry":
     from .plugins import load_plugins as _load
 
     return _load(extra)
-
-
-def to_frame(cube: Any) -> "pandas.DataFrame":
-    """Results cubes as a tidy DataFrame, one row per cell.
-
-    Parameters
-    ----------
-    cube : xarray.Dataset, path-like, dict or list
-        A cube; the netCDF file `run_suite` wrote it to; a suite's output
-        folder (``<out>/<suite>``); the dict `run_suite` returns; or a list of
-        these (one table, `cmbench.export.frames`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per cell: ``experiment``, the six coordinates, ``method``
-        (the suite's label, else ``recoverer+estimator``), one ``p_<dim>_<param>``
-        column per component parameter the suite set or varied (``p_dataset_N``),
-        then the cube's variables (see `cmbench.export.to_frame`).
-
-    Raises
-    ------
-    cmbench.UserError
-        A path that is not a readable cube, a folder without one.
-    """
-    from .export import to_frame as _to_frame
-
-    return _to_frame(cube)
 
 
 def run_suite(
@@ -195,7 +169,7 @@ def run_suite(
 #: names that load their module on first use (the runner and the suite reader import xarray's
 #: neighbours; a plugin that imports cmbench needs none of them)
 _LAZY = {"Suite": ".suite", "load_suite": ".suite", "Interrupted": ".runner", "StoppedAtFailure": ".runner",
-         "Progress": ".runner", "WorkerSetupError": ".bundle"}
+         "Progress": ".runner", "WorkerSetupError": ".bundle", "to_frame": ".export", "rank": ".ranking"}
 
 
 def __getattr__(name: str):
@@ -218,14 +192,6 @@ def claims(cube) -> "pandas.DataFrame":
     from .verdicts import verdicts_frame
 
     return verdicts_frame(cube)
-
-
-def rank(cube, metric=None):
-    """The methods of a results cube (a Dataset or a path) ranked as every report ranks them,
-    best first: a DataFrame (see `cmbench.ranking.rank`)."""
-    from .ranking import rank as _rank
-
-    return _rank(cube, metric)
 
 
 __all__ = [
