@@ -64,10 +64,8 @@ def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | 
         The path is not a readable cube (or a folder without one), or the cube
         lacks a dimension.
     """
-    if not isinstance(cube, (xr.Dataset, str, os.PathLike)):
-        return frames(cube_sources(cube))
-    if not isinstance(cube, xr.Dataset) and Path(cube).is_dir():
-        return frames(cube_sources(cube))
+    if not isinstance(cube, xr.Dataset) and (not isinstance(cube, (str, os.PathLike)) or Path(cube).is_dir()):
+        return frames(cube)
     ds = cubes.load(Path(cube)) if not isinstance(cube, xr.Dataset) else cube
     missing = [d for d in cubes.DIMS if d not in ds.dims]
     if missing:

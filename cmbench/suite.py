@@ -157,8 +157,7 @@ class Experiment:
             keys = dict.fromkeys(k for e in entries for k in e.given)
             if x_dim == dim:
                 keys[x_param] = None
-            out[dim] = {k: [e.params.get(k, MISSING) if k in e.params else MISSING for e in entries]
-                        for k in keys}
+            out[dim] = {k: [e.params.get(k, MISSING) for e in entries] for k in keys}
         return out
 
 
@@ -487,7 +486,7 @@ class _Ctx:
         return None
 
     def error(self, msg: str) -> SuiteError:
-        return SuiteError(f"{self.path}: key '{self.where}': {msg}")
+        return SuiteError(f"{self.path}: key '{self.where}': {msg}" if self.where else f"{self.path}: {msg}")
 
 
 def _parse_toml(path: Path, raw: bytes) -> dict:
@@ -533,8 +532,7 @@ def _check_keys(ctx: _Ctx, table: dict, allowed: dict, required: Sequence, what:
             raise ctx.at(key).error(f"unknown key in {what}; {choices_hint(key, allowed)}")
     for key in required:
         if key not in table:
-            raise ctx.error(f"missing required key {key!r} in {what}") if ctx.where else SuiteError(
-                f"{ctx.path}: missing required key {key!r} in {what}")
+            raise ctx.error(f"missing required key {key!r} in {what}")
     for key, value in table.items():
         expected = allowed[key]
         if isinstance(value, bool) or not isinstance(value, expected):
@@ -563,12 +561,8 @@ def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
     ``cmbench suite paper --plugin mine.py`` benchmarks the newcomer against the
     suite's methods without editing the suite.
     """
-    labels = set()
-    for spec in cli_plugins:
-        if not isinstance(spec, str):  # a plugin object (`cmbench.plugins.ShippedPlugin`)
-            labels.add(str(spec))
-            continue
-        labels.add(str(Path(spec).resolve()) if is_file_spec(spec) else spec)
+    # a plugin object (`cmbench.plugins.ShippedPlugin`) by its str, a file by its absolute path
+    labels = {str(Path(s).resolve()) if isinstance(s, str) and is_file_spec(s) else str(s) for s in cli_plugins}
     return {kind: [name for name in registry.kind(kind) if registry.source(kind, name).plugin in labels]
             for kind in ("recoverers", "estimators")}
 
