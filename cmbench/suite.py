@@ -659,12 +659,9 @@ def _entries(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> list[Entry]
     or range, or a recoverer's ``rank``); for a parameter whose default is
     itself a list (``exclude = ["a", "b"]``) it is one value.
     """
-    if not isinstance(item, dict):
-        return [_entry(ctx, kind, item, registry)]
-    decl = registry.kind(kind).get(item.get("name")) if isinstance(item.get("name"), str) else None
-    if decl is None:
-        return [_entry(ctx, kind, item, registry)]  # its error names the component
-    axes = [(key, value) for key, value in item.items()
+    name = item.get("name") if isinstance(item, dict) else None
+    decl = registry.kind(kind).get(name) if isinstance(name, str) else None
+    axes = [(key, value) for key, value in (item.items() if decl else ())  # else _entry's error names it
             if key not in ("name", "label") and isinstance(value, list) and _is_grid(kind, decl, key)]
     if not axes:
         return [_entry(ctx, kind, item, registry)]
@@ -715,10 +712,8 @@ def _check_budget_bound(ctx: _Ctx, kind: str, entry: Entry, budgets: Sequence[fl
 
 
 def _is_grid(kind: str, decl: Component, key: str) -> bool:
-    if kind == "recoverers" and key == "rank" and key not in decl.params:
+    if key not in decl.params:  # a recoverer's rank; else the entry's own check names the unknown parameter
         return True
-    if key not in decl.params:
-        return True  # the entry's own check names the unknown parameter
     default = decl.params[key]
     if default is None:
         return key in decl.choices or key in decl.ranges
