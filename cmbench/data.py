@@ -116,16 +116,25 @@ def _offline() -> bool:
 
 # ------------------------------------------------------------------- checking
 
+def env_limit(var: str, default: float, kind: type = float, error: type = DataError,
+              what: str = "a positive number") -> float:
+    """A limit from environment variable ``var`` (``default`` when unset or blank), as ``kind``.
+
+    Raises ``error`` naming the variable when it is not a positive finite number.
+    """
+    text = os.environ.get(var, "").strip()
+    try:
+        value = kind(float(text)) if text else default
+    except (ValueError, OverflowError):
+        value = float("nan")
+    if not (0 < value < float("inf")):
+        raise error(f"environment variable {var}={text!r}: expected {what}")
+    return value
+
+
 def max_file_bytes() -> int:
     """Largest user data file read into memory: ``$CMBENCH_MAX_FILE_GB`` GB, default 1 GB."""
-    text = os.environ.get(ENV_MAX_FILE_GB, "").strip()
-    try:
-        gb = float(text) if text else DEFAULT_MAX_FILE_GB
-    except ValueError:
-        gb = float("nan")
-    if not (0 < gb < float("inf")):
-        raise DataError(f"environment variable {ENV_MAX_FILE_GB}={text!r}: expected a positive number of GB")
-    return int(gb * 1e9)
+    return int(env_limit(ENV_MAX_FILE_GB, DEFAULT_MAX_FILE_GB, what="a positive number of GB") * 1e9)
 
 
 #: bytes read at a time from a user's file (hashing and reading)
@@ -246,9 +255,8 @@ def sha256_file(path: Path | str) -> str:
 
     Raises `DataError` for a device, FIFO or folder (`open_user_file`), OSError when absent.
     """
-    path = Path(path)
-    st = path.stat()
-    return _digest(str(path.resolve()), st.st_size, st.st_mtime_ns)
+    st = os.stat(path)  # before Path(): "" names no file, while Path("") is the working directory
+    return _digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -972,20 +972,10 @@ def size_limits() -> tuple[int, float]:
     UserError
         A limit that is not a positive number; names the variable.
     """
-    out = []
-    for var, default, kind in ((ENV_MAX_CELLS, DEFAULT_MAX_CELLS, int), (ENV_MAX_GB, DEFAULT_MAX_GB, float)):
-        text = os.environ.get(var, "").strip()
-        if not text:
-            out.append(default)
-            continue
-        try:
-            value = kind(float(text)) if kind is int else float(text)
-        except ValueError:
-            value = float("nan")
-        if not (math.isfinite(value) and value > 0):
-            raise SuiteError(f"environment variable {var}={text!r}: expected a positive number")
-        out.append(value)
-    return out[0], out[1]
+    from .data import env_limit
+
+    return (env_limit(ENV_MAX_CELLS, DEFAULT_MAX_CELLS, int, SuiteError),
+            env_limit(ENV_MAX_GB, DEFAULT_MAX_GB, float, SuiteError))
 
 
 def data_size(entry: Entry) -> Optional[tuple[int, int]]:
