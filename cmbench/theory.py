@@ -429,13 +429,9 @@ def critical_set(A, *, max_subsets: float = 2e5, n_draws: int = 20_000, seed: in
     critical_rows : the exact set, with its tolerances.
     hidden_direction : the direction that moves only these coordinates.
     """
-    A = _validated_matrix(A)
-    s = np.linalg.svd(A, compute_uv=False)
-    if not s.size or s[0] == 0:
-        raise ValueError("the structure A has rank 0: m_A is undefined")
     try:
         rows = critical_rows(A, max_subsets=max_subsets)
-    except ValueError:  # too many subsets for the exact search
+    except ValueError:  # too many subsets for the exact search (a rank 0 or an A not finite: raised again)
         rows = critical_rows(A, method="search", n_draws=n_draws, seed=seed)
     return np.sort(np.asarray(rows, dtype=np.intp))
 
