@@ -435,24 +435,17 @@ def _toml_value(value: Any, where: str) -> str:
         return str(value)
     if isinstance(value, float):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(float(value))
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (os.PathLike,)):
+    if isinstance(value, (str, os.PathLike)):
         return json.dumps(os.fspath(value), ensure_ascii=False)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{_toml_key(k, f'{where}.{k}')} = {_toml_value(v, f'{where}.{k}')}"
                                for k, v in value.items()) + "}"
-    try:  # a NumPy scalar (np.float64(0.1), np.int64(3))
-        import numpy as np
+    import numpy as np
 
-        if isinstance(value, np.generic) and not isinstance(value, np.bool_):
-            return _toml_value(value.item(), where)
-        if isinstance(value, np.bool_):
-            return _toml_value(bool(value), where)
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.generic):  # a NumPy scalar (np.float64(0.1), np.int64(3), np.True_): its Python value
+        return _toml_value(value.item(), where)
     raise SuiteError(f"{DICT_NAME}: key {where!r}: {value!r} ({type(value).__name__}) is not a TOML value "
                      "(strings, numbers, booleans, arrays and tables)")
 
