@@ -204,29 +204,17 @@ def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
         raise
 
 
-def _user_chunks(path: Path | str, what: str, limit: Optional[int]):
-    """The chunks of a user's file (`open_user_file`): a file that grows past the limit
-    while it is read is refused, not read to the end."""
+def hash_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> str:
+    """Hex SHA-256 of a user's file (`open_user_file`), read in bounded chunks: a file that grows
+    past the limit while it is read is refused, not read to the end."""
     limit = max_file_bytes() if limit is None else limit
-    total = 0
+    h, total = hashlib.sha256(), 0
     with open_user_file(path, what, limit) as f:
         while chunk := f.read(CHUNK):
             total += len(chunk)
             if total > limit:
                 raise DataError(f"{what}: {path} grew past the limit of {limit / 1e9:g} GB while it was read")
-            yield chunk
-
-
-def read_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> bytes:
-    """The whole content of a user's file, read in bounded chunks (`_user_chunks`)."""
-    return b"".join(_user_chunks(path, what, limit))
-
-
-def hash_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> str:
-    """Hex SHA-256 of a user's file, read in bounded chunks (`_user_chunks`)."""
-    h = hashlib.sha256()
-    for chunk in _user_chunks(path, what, limit):
-        h.update(chunk)
+            h.update(chunk)
     return h.hexdigest()
 
 
