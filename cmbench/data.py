@@ -244,12 +244,13 @@ def sha256_file(path: Path | str) -> str:
     Raises `DataError` for a device, FIFO or folder (`open_user_file`), OSError when absent.
     """
     st = os.stat(path)  # before Path(): "" names no file, while Path("") is the working directory
-    return _digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    return _digest((str(Path(path).resolve()), st.st_size, st.st_mtime_ns))
 
 
 @functools.lru_cache(maxsize=1024)
-def _digest(path: str, size: int, mtime_ns: int) -> str:  # size and mtime_ns: the cache key
-    return _hash_file(Path(path))
+def _digest(key: tuple[str, int, int]) -> str:
+    """The digest of file ``key[0]`` as it was at (size, mtime) ``key[1:]``."""
+    return _hash_file(Path(key[0]))
 
 
 def _hash_file(path: Path) -> str:

@@ -108,12 +108,12 @@ def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
     """
     parts, suites, names, seen = [], [], [], []
     for i, src in enumerate(cube_sources(sources)):
-        if not isinstance(src, xr.Dataset):
-            if any(_same_path(src, other) for other in seen):
+        ds = cubes.load(Path(src)) if not isinstance(src, xr.Dataset) else src
+        if not isinstance(src, xr.Dataset):  # (loaded: the file exists)
+            if any(os.path.samefile(src, other) for other in seen):
                 raise UserError(f"{src}: the same cube is given twice; its rows would be duplicated")
             seen.append(src)
-        ds = cubes.load(Path(src)) if not isinstance(src, xr.Dataset) else src
-        _check_methods(ds, str(src) if not isinstance(src, xr.Dataset) else _name(ds, src))
+        _check_methods(ds, _name(ds, src))
         parts.append(to_frame(ds))
         suites.append(str(ds.attrs.get("suite", "")))
         names.append(str(src) if not isinstance(src, xr.Dataset) else f"cube {i + 1}")
@@ -245,13 +245,6 @@ def _check_methods(ds: xr.Dataset, source: str) -> None:
     for label, pair in methods.items():
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise UserError(f"{source}: method {label!r} in attribute 'methods' is not [recoverer, estimator]")
-
-
-def _same_path(a, b) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _name(ds: xr.Dataset, src) -> str:
