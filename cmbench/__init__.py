@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .ranking import rank
     from .runner import Interrupted, Progress, StoppedAtFailure
     from .suite import Suite, load_suite
+    from .verdicts import verdicts_frame as claims
 
 
 def load_plugins(extra: Sequence[Any] = ()) -> "Registry":
@@ -169,29 +170,19 @@ def run_suite(
 #: names that load their module on first use (the runner and the suite reader import xarray's
 #: neighbours; a plugin that imports cmbench needs none of them)
 _LAZY = {"Suite": ".suite", "load_suite": ".suite", "Interrupted": ".runner", "StoppedAtFailure": ".runner",
-         "Progress": ".runner", "WorkerSetupError": ".bundle", "to_frame": ".export", "rank": ".ranking"}
+         "Progress": ".runner", "WorkerSetupError": ".bundle", "to_frame": ".export", "rank": ".ranking",
+         "claims": ".verdicts:verdicts_frame"}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        module, _, attr = _LAZY[name].partition(":")
+        value = getattr(importlib.import_module(module, __name__), attr or name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'cmbench' has no attribute {name!r}")
-
-
-def claims(cube) -> "pandas.DataFrame":
-    """The verdicts of the claims a suite declares, checked on its cubes: a DataFrame.
-
-    ``cube`` is what `to_frame` takes (a cube, a cube file, a suite folder, the
-    dict `run_suite` returns, or a list of these); one row per claim (see
-    `cmbench.verdicts.verdicts_frame`).
-    """
-    from .verdicts import verdicts_frame
-
-    return verdicts_frame(cube)
 
 
 __all__ = [

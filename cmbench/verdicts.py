@@ -556,7 +556,7 @@ def describe(claim: Mapping) -> str:
 
 
 def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
-    """The verdicts of the claims recorded in cubes, as a DataFrame (`cmbench.claims`).
+    """The verdicts of the claims a suite declares, checked on its cubes: a DataFrame (`cmbench.claims`).
 
     ``cube`` is what `cmbench.to_frame` takes (a cube, a cube file, a suite
     folder, the dict `cmbench.run_suite` returns, or a list of these). One row
