@@ -823,17 +823,17 @@ def _check_param_type(ctx: _Ctx, default: Any, value: Any) -> None:
 
 def _budgets(ctx: _Ctx, value: Any, max_count: int = DEFAULT_MAX_CELLS) -> tuple:
     if isinstance(value, dict):
-        allowed = {"start": (int, float), "stop": (int, float), "step": (int, float)}
+        keys = ("start", "stop", "step")
         for key in value:
-            if key not in allowed:
-                raise ctx.at(key).error(f"unknown key; {choices_hint(key, allowed)}")
-        missing = [k for k in allowed if k not in value]
+            if key not in keys:
+                raise ctx.at(key).error(f"unknown key; {choices_hint(key, keys)}")
+        missing = [k for k in keys if k not in value]
         if missing:
             raise ctx.error(f"a budget range needs start, stop and step; missing {', '.join(missing)}")
-        start, stop, step = (float(value[k]) for k in ("start", "stop", "step"))
-        for key, v in (("start", start), ("stop", stop), ("step", step)):
-            if not math.isfinite(v):
-                raise ctx.at(key).error(f"must be a finite number, got {v}")
+        for key, v in zip(keys, map(value.get, keys)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ctx.at(key).error(f"must be a finite number, got {v!r}")
+        start, stop, step = (float(value[k]) for k in keys)
         if step <= 0:
             raise ctx.at("step").error(f"step must be positive, got {step}")
         span = (stop - start) / step
