@@ -76,20 +76,16 @@ def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | 
     columns: dict[str, np.ndarray] = {}
     columns["experiment"] = np.full(int(np.prod(shape)), str(ds.attrs.get("experiment", "")), dtype=object)
     for dim, idx in zip(cubes.DIMS, grids):
-        values = np.asarray(ds[dim].values)
-        columns[dim] = _plain(values)[idx.ravel()]
+        columns[dim] = _plain(np.asarray(ds[dim].values))[idx.ravel()]
     columns["method"] = _method_labels(ds)[grids[4].ravel(), grids[5].ravel()]
-    for dim, params in cubes.params_of(ds).items():
-        idx = grids[cubes.DIMS.index(dim)].ravel()
-        for param in params:
-            values = _plain(np.asarray(ds[cubes.param_name(dim, param)].values))
-            columns[f"p_{cubes.param_name(dim, param)}"] = values[idx]
-    for name in _variables(ds):
+    params = [cubes.param_name(dim, p) for dim, ps in cubes.params_of(ds).items() for p in ps]
+    for name in [*params, *_variables(ds)]:  # a parameter coordinate is a variable along its dim
         da = ds[name]
         order = [d for d in cubes.DIMS if d in da.dims]
         values = _plain(np.asarray(da.transpose(*order).values))
         idx = tuple(grids[cubes.DIMS.index(d)].ravel() for d in order)
-        columns[name] = values[idx] if order else np.full(len(columns["method"]), values.item())
+        column = values[idx] if order else np.full(len(columns["method"]), values.item())
+        columns[f"p_{name}" if name in params else name] = column
     return pd.DataFrame(columns)
 
 
