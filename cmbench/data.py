@@ -783,18 +783,15 @@ def status(registry: Any) -> list[dict]:
         row = {"name": name, "shape": ds.shape_for(), "rank": ds.rank, "present": None, "copy": None,
                "where": None, "error": None}
         if ds.files:
-            looked = [str(base / ds.folder) for base in data_dirs()]
             try:
                 found = locate(ds)
             except DataError as exc:
                 found, row["error"] = None, str(exc)
             shipped = _shipped(ds) if found is None and row["error"] is None else None
             row["present"] = found is not None or shipped is not None
-            if found is not None:
-                row["copy"], row["where"] = "source files", str(found)
-            elif shipped is not None:
-                row["copy"], row["where"] = "shipped table", str(shipped)
+            if row["present"]:
+                row["copy"], row["where"] = "source files" if found else "shipped table", str(found or shipped)
             else:
-                row["where"] = looked
+                row["where"] = [str(base / ds.folder) for base in data_dirs()]
         rows.append(row)
     return rows
