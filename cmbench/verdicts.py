@@ -311,10 +311,7 @@ def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[st
     """Mean error over the ok instances, dims (method, dataset, adversary, budget)."""
     vals = ds[metric].where((ds["status"].astype(str) == OK) & np.isfinite(ds[metric]))
     mean = vals.mean("instance", skipna=True)
-    out = []
-    for m in labels:
-        rec, est = methods[m]
-        out.append(mean.sel(recoverer=rec, estimator=est, drop=True))
+    out = [mean.sel(recoverer=methods[m][0], estimator=methods[m][1], drop=True) for m in labels]
     import xarray as xr
 
     return xr.concat(out, dim="method").assign_coords(method=list(labels)).transpose(
