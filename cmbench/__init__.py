@@ -27,9 +27,12 @@ if TYPE_CHECKING:
     import xarray
 
     from .bundle import WorkerSetupError
+    from .export import to_frame
     from .plugins import Registry
+    from .ranking import rank
     from .runner import Interrupted, Progress, StoppedAtFailure
     from .suite import Suite, load_suite
+    from .verdicts import verdicts_frame as claims
 
 
 def load_plugins(extra: Sequence[Any] = ()) -> "Registry":
@@ -61,34 +64,6 @@ def load_plugins(extra: Sequence[Any] = ()) -> "Registry":
     from .plugins import load_plugins as _load
 
     return _load(extra)
-
-
-def to_frame(cube: Any) -> "pandas.DataFrame":
-    """Results cubes as a tidy DataFrame, one row per cell.
-
-    Parameters
-    ----------
-    cube : xarray.Dataset, path-like, dict or list
-        A cube; the netCDF file `run_suite` wrote it to; a suite's output
-        folder (``<out>/<suite>``); the dict `run_suite` returns; or a list of
-        these (one table, `cmbench.export.frames`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per cell: ``experiment``, the six coordinates, ``method``
-        (the suite's label, else ``recoverer+estimator``), one ``p_<dim>_<param>``
-        column per component parameter the suite set or varied (``p_dataset_N``),
-        then the cube's variables (see `cmbench.export.to_frame`).
-
-    Raises
-    ------
-    cmbench.UserError
-        A path that is not a readable cube, a folder without one.
-    """
-    from .export import to_frame as _to_frame
-
-    return _to_frame(cube)
 
 
 def run_suite(
@@ -195,37 +170,19 @@ def run_suite(
 #: names that load their module on first use (the runner and the suite reader import xarray's
 #: neighbours; a plugin that imports cmbench needs none of them)
 _LAZY = {"Suite": ".suite", "load_suite": ".suite", "Interrupted": ".runner", "StoppedAtFailure": ".runner",
-         "Progress": ".runner", "WorkerSetupError": ".bundle"}
+         "Progress": ".runner", "WorkerSetupError": ".bundle", "to_frame": ".export", "rank": ".ranking",
+         "claims": ".verdicts:verdicts_frame"}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        module, _, attr = _LAZY[name].partition(":")
+        value = getattr(importlib.import_module(module, __name__), attr or name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'cmbench' has no attribute {name!r}")
-
-
-def claims(cube) -> "pandas.DataFrame":
-    """The verdicts of the claims a suite declares, checked on its cubes: a DataFrame.
-
-    ``cube`` is what `to_frame` takes (a cube, a cube file, a suite folder, the
-    dict `run_suite` returns, or a list of these); one row per claim (see
-    `cmbench.verdicts.verdicts_frame`).
-    """
-    from .verdicts import verdicts_frame
-
-    return verdicts_frame(cube)
-
-
-def rank(cube, metric=None):
-    """The methods of a results cube (a Dataset or a path) ranked as every report ranks them,
-    best first: a DataFrame (see `cmbench.ranking.rank`)."""
-    from .ranking import rank as _rank
-
-    return _rank(cube, metric)
 
 
 __all__ = [

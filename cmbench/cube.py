@@ -205,9 +205,8 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
     shape = tuple(len(coords[d]) for d in DIMS)
     index = {d: {v: i for i, v in enumerate(coords[d])} for d in DIMS}
     cell = {v: np.full(shape, np.nan) for v in cell_vars}
-    status = np.full(shape, "missing", dtype=object)
-    error = np.full(shape, "", dtype=object)
-    tb = np.full(shape, "", dtype=object)  # the full traceback of a failed cell
+    # status, error and the full traceback of a failed cell
+    text = {v: np.full(shape, "missing" if v == "status" else "", dtype=object) for v in TEXT_VARS}
     rec = {v: np.full(shape[:5], np.nan) for v in RECOVERY_VARS + RECOVERY_INFO_VARS}
     cor = {v: np.full(shape[:4], np.nan) for v in CORRUPTION_VARS}
     for key, result in results.items():
@@ -223,15 +222,14 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
                 rec[v][r] = float(info.get(v, np.nan))
             for e_label, c in result["cells"][r_label].items():
                 i = r + (index["estimator"][e_label],)
-                status[i], error[i], tb[i] = c["status"], c.get("error", ""), c.get("traceback", "")
+                for v in TEXT_VARS:
+                    text[v][i] = c.get(v, "")
                 for v in cell_vars:
                     cell[v][i] = c.get(v, np.nan)
     data_vars = {v: (DIMS, a) for v, a in cell.items()}
     data_vars.update({v: (RECOVERY_DIMS, a) for v, a in rec.items()})
     data_vars.update({v: (UNIT_DIMS, a) for v, a in cor.items() if inliers or v != "inlier_l2"})
-    data_vars["status"] = (DIMS, status.astype(str))
-    data_vars["error"] = (DIMS, error.astype(str))
-    data_vars["traceback"] = (DIMS, tb.astype(str))
+    data_vars.update({v: (DIMS, a.astype(str)) for v, a in text.items()})
     ds = xr.Dataset(data_vars, coords={d: list(coords[d]) for d in DIMS})
     ds = ds.assign_coords(param_coords(params or {}))
     ds.attrs.update(encode_attrs(attrs))

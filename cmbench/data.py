@@ -47,6 +47,7 @@ error they raise for unusable data.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -54,7 +55,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -83,16 +83,9 @@ ENV_MAX_FILE_GB = "CMBENCH_MAX_FILE_GB"
 DEFAULT_MAX_FILE_GB = 1.0  # a table read whole into memory takes a few times its size on disk
 
 TIMEOUT = 60.0  # seconds without a byte before a download is abandoned
-_CHUNK = 1 << 16
 
 class ChecksumError(DataError):
     """A data file whose SHA-256 is not the declared one (message: the file and both digests)."""
-
-
-# (resolved path, size, mtime_ns) -> hex digest: a sweep checks each file once
-# per process, and a file replaced in place (new size or mtime) is rehashed.
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-_DIGESTS_LOCK = threading.Lock()
 
 
 # --------------------------------------------------------------------- places
@@ -123,16 +116,25 @@ def _offline() -> bool:
 
 # ------------------------------------------------------------------- checking
 
+def env_limit(var: str, default: float, kind: type = float, error: type = DataError,
+              what: str = "a positive number") -> float:
+    """A limit from environment variable ``var`` (``default`` when unset or blank), as ``kind``.
+
+    Raises ``error`` naming the variable when it is not a positive finite number.
+    """
+    text = os.environ.get(var, "").strip()
+    try:
+        value = kind(float(text)) if text else default
+    except (ValueError, OverflowError):
+        value = float("nan")
+    if not (0 < value < float("inf")):
+        raise error(f"environment variable {var}={text!r}: expected {what}")
+    return value
+
+
 def max_file_bytes() -> int:
     """Largest user data file read into memory: ``$CMBENCH_MAX_FILE_GB`` GB, default 1 GB."""
-    text = os.environ.get(ENV_MAX_FILE_GB, "").strip()
-    try:
-        gb = float(text) if text else DEFAULT_MAX_FILE_GB
-    except ValueError:
-        gb = float("nan")
-    if not (0 < gb < float("inf")):
-        raise DataError(f"environment variable {ENV_MAX_FILE_GB}={text!r}: expected a positive number of GB")
-    return int(gb * 1e9)
+    return int(env_limit(ENV_MAX_FILE_GB, DEFAULT_MAX_FILE_GB, what="a positive number of GB") * 1e9)
 
 
 #: bytes read at a time from a user's file (hashing and reading)
@@ -202,25 +204,11 @@ def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
         raise
 
 
-def read_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> bytes:
-    """The whole content of a user's file (`open_user_file`), read in bounded chunks: a file
-    that grows past the limit while it is read is refused, not read to the end."""
-    limit = max_file_bytes() if limit is None else limit
-    with open_user_file(path, what, limit) as f:
-        parts, total = [], 0
-        while chunk := f.read(CHUNK):
-            total += len(chunk)
-            if total > limit:
-                raise DataError(f"{what}: {path} grew past the limit of {limit / 1e9:g} GB while it was read")
-            parts.append(chunk)
-    return b"".join(parts)
-
-
 def hash_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> str:
-    """Hex SHA-256 of a user's file (`open_user_file`), read in bounded chunks."""
+    """Hex SHA-256 of a user's file (`open_user_file`), read in bounded chunks: a file that grows
+    past the limit while it is read is refused, not read to the end."""
     limit = max_file_bytes() if limit is None else limit
-    h = hashlib.sha256()
-    total = 0
+    h, total = hashlib.sha256(), 0
     with open_user_file(path, what, limit) as f:
         while chunk := f.read(CHUNK):
             total += len(chunk)
@@ -250,22 +238,25 @@ def check_file_size(path: Path | str, what: str) -> Path:
 
 
 def sha256_file(path: Path | str) -> str:
-    """Hex SHA-256 of a file, memoised per (path, size, mtime) within the process."""
-    path = Path(path)
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _DIGESTS_LOCK:
-        if key in _DIGESTS:
-            return _DIGESTS[key]
-    digest = _hash_file(path)
-    with _DIGESTS_LOCK:
-        _DIGESTS[key] = digest
-    return digest
+    """Hex SHA-256 of a file, memoised per (path, size, mtime) within the process: a sweep
+    hashes each data or plugin file once, and a file replaced in place is hashed again.
+
+    Raises `DataError` for a device, FIFO or folder (`open_user_file`), OSError when absent.
+    """
+    st = os.stat(path)  # before Path(): "" names no file, while Path("") is the working directory
+    return _digest((str(Path(path).resolve()), st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=1024)
+def _digest(key: tuple[str, int, int]) -> str:
+    """The digest of file ``key[0]`` as it was at (size, mtime) ``key[1:]``."""
+    return _hash_file(Path(key[0]))
 
 
 def _hash_file(path: Path) -> str:
-    # no size limit: a data set's declared source files are checked by their digest, whatever their size
-    return hash_user_file(path, "data file", limit=1 << 62)
+    # no size limit: declared source files are checked by their digest, and a plugin's or a data
+    # file's digest keys the cache, whatever their size (a loader reading a file whole applies it)
+    return hash_user_file(path, "file", limit=1 << 62)
 
 
 def _mismatch(dataset: Dataset, path: Path, expected: str, actual: str, hint: str) -> ChecksumError:
@@ -395,10 +386,7 @@ def file_url(dataset: Dataset, f: DataFile) -> str:
 def _download(url: str, target: Path, bar: Any) -> None:
     req = urllib.request.Request(url, headers={"User-Agent": "cmbench (+https://archive.ics.uci.edu)"})
     with urllib.request.urlopen(req, timeout=TIMEOUT) as resp, open(target, "wb") as out:
-        while True:
-            chunk = resp.read(_CHUNK)
-            if not chunk:
-                break
+        while chunk := resp.read(CHUNK):
             out.write(chunk)
             bar.update(len(chunk))
 
@@ -414,7 +402,7 @@ def _extract(archive: Path, member: str, target: Path, url: str) -> None:
                                     f"{member!r}" + (f" ({', '.join(ends)})" if ends else ""))
                 member = ends[0]
             with zf.open(member) as src, open(target, "wb") as out:
-                shutil.copyfileobj(src, out, _CHUNK)
+                shutil.copyfileobj(src, out, CHUNK)
     except zipfile.BadZipFile as exc:
         raise DataError(f"{url}: not a zip archive ({exc})") from None
 
@@ -795,18 +783,15 @@ def status(registry: Any) -> list[dict]:
         row = {"name": name, "shape": ds.shape_for(), "rank": ds.rank, "present": None, "copy": None,
                "where": None, "error": None}
         if ds.files:
-            looked = [str(base / ds.folder) for base in data_dirs()]
             try:
                 found = locate(ds)
             except DataError as exc:
                 found, row["error"] = None, str(exc)
             shipped = _shipped(ds) if found is None and row["error"] is None else None
             row["present"] = found is not None or shipped is not None
-            if found is not None:
-                row["copy"], row["where"] = "source files", str(found)
-            elif shipped is not None:
-                row["copy"], row["where"] = "shipped table", str(shipped)
+            if row["present"]:
+                row["copy"], row["where"] = "source files" if found else "shipped table", str(found or shipped)
             else:
-                row["where"] = looked
+                row["where"] = [str(base / ds.folder) for base in data_dirs()]
         rows.append(row)
     return rows

@@ -64,10 +64,8 @@ def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | 
         The path is not a readable cube (or a folder without one), or the cube
         lacks a dimension.
     """
-    if not isinstance(cube, (xr.Dataset, str, os.PathLike)):
-        return frames(cube_sources(cube))
-    if not isinstance(cube, xr.Dataset) and Path(cube).is_dir():
-        return frames(cube_sources(cube))
+    if not isinstance(cube, xr.Dataset) and (not isinstance(cube, (str, os.PathLike)) or Path(cube).is_dir()):
+        return frames(cube)
     ds = cubes.load(Path(cube)) if not isinstance(cube, xr.Dataset) else cube
     missing = [d for d in cubes.DIMS if d not in ds.dims]
     if missing:
@@ -78,20 +76,16 @@ def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | 
     columns: dict[str, np.ndarray] = {}
     columns["experiment"] = np.full(int(np.prod(shape)), str(ds.attrs.get("experiment", "")), dtype=object)
     for dim, idx in zip(cubes.DIMS, grids):
-        values = np.asarray(ds[dim].values)
-        columns[dim] = _plain(values)[idx.ravel()]
+        columns[dim] = _plain(np.asarray(ds[dim].values))[idx.ravel()]
     columns["method"] = _method_labels(ds)[grids[4].ravel(), grids[5].ravel()]
-    for dim, params in cubes.params_of(ds).items():
-        idx = grids[cubes.DIMS.index(dim)].ravel()
-        for param in params:
-            values = _plain(np.asarray(ds[cubes.param_name(dim, param)].values))
-            columns[f"p_{cubes.param_name(dim, param)}"] = values[idx]
-    for name in _variables(ds):
+    params = [cubes.param_name(dim, p) for dim, ps in cubes.params_of(ds).items() for p in ps]
+    for name in [*params, *_variables(ds)]:  # a parameter coordinate is a variable along its dim
         da = ds[name]
         order = [d for d in cubes.DIMS if d in da.dims]
         values = _plain(np.asarray(da.transpose(*order).values))
         idx = tuple(grids[cubes.DIMS.index(d)].ravel() for d in order)
-        columns[name] = values[idx] if order else np.full(len(columns["method"]), values.item())
+        column = values[idx] if order else np.full(len(columns["method"]), values.item())
+        columns[f"p_{name}" if name in params else name] = column
     return pd.DataFrame(columns)
 
 
@@ -110,12 +104,12 @@ def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
     """
     parts, suites, names, seen = [], [], [], []
     for i, src in enumerate(cube_sources(sources)):
-        if not isinstance(src, xr.Dataset):
-            if any(_same_path(src, other) for other in seen):
+        ds = cubes.load(Path(src)) if not isinstance(src, xr.Dataset) else src
+        if not isinstance(src, xr.Dataset):  # (loaded: the file exists)
+            if any(os.path.samefile(src, other) for other in seen):
                 raise UserError(f"{src}: the same cube is given twice; its rows would be duplicated")
             seen.append(src)
-        ds = cubes.load(Path(src)) if not isinstance(src, xr.Dataset) else src
-        _check_methods(ds, str(src) if not isinstance(src, xr.Dataset) else _name(ds, src))
+        _check_methods(ds, _name(ds, src))
         parts.append(to_frame(ds))
         suites.append(str(ds.attrs.get("suite", "")))
         names.append(str(src) if not isinstance(src, xr.Dataset) else f"cube {i + 1}")
@@ -247,13 +241,6 @@ def _check_methods(ds: xr.Dataset, source: str) -> None:
     for label, pair in methods.items():
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise UserError(f"{source}: method {label!r} in attribute 'methods' is not [recoverer, estimator]")
-
-
-def _same_path(a, b) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _name(ds: xr.Dataset, src) -> str:

@@ -5,7 +5,6 @@ file, the key and the valid choices, so a typo never reaches the runner.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.resources
 import os
@@ -38,8 +37,6 @@ REPORT_KEYS = {"x": str}
 REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recoverers", "estimators")
 #: metrics every cube holds (reports read them), computed whether listed or not
 ALWAYS_METRICS = ("l2", "mahalanobis")
-COMPONENT_LISTS = {"datasets": "datasets", "adversaries": "adversaries",
-                   "recoverers": "recoverers", "estimators": "estimators"}
 #: the cube dimension of each kind of component a suite lists (its parameters are coordinates along it)
 PARAM_DIMS = {"datasets": "dataset", "adversaries": "adversary", "recoverers": "recoverer",
               "estimators": "estimator"}
@@ -160,8 +157,7 @@ class Experiment:
             keys = dict.fromkeys(k for e in entries for k in e.given)
             if x_dim == dim:
                 keys[x_param] = None
-            out[dim] = {k: [e.params.get(k, MISSING) if k in e.params else MISSING for e in entries]
-                        for k in keys}
+            out[dim] = {k: [e.params.get(k, MISSING) for e in entries] for k in keys}
         return out
 
 
@@ -439,24 +435,17 @@ def _toml_value(value: Any, where: str) -> str:
         return str(value)
     if isinstance(value, float):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(float(value))
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (os.PathLike,)):
+    if isinstance(value, (str, os.PathLike)):
         return json.dumps(os.fspath(value), ensure_ascii=False)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v, f"{where}[{i}]") for i, v in enumerate(value)) + "]"
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{_toml_key(k, f'{where}.{k}')} = {_toml_value(v, f'{where}.{k}')}"
                                for k, v in value.items()) + "}"
-    try:  # a NumPy scalar (np.float64(0.1), np.int64(3))
-        import numpy as np
+    import numpy as np
 
-        if isinstance(value, np.generic) and not isinstance(value, np.bool_):
-            return _toml_value(value.item(), where)
-        if isinstance(value, np.bool_):
-            return _toml_value(bool(value), where)
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.generic):  # a NumPy scalar (np.float64(0.1), np.int64(3), np.True_): its Python value
+        return _toml_value(value.item(), where)
     raise SuiteError(f"{DICT_NAME}: key {where!r}: {value!r} ({type(value).__name__}) is not a TOML value "
                      "(strings, numbers, booleans, arrays and tables)")
 
@@ -490,7 +479,7 @@ class _Ctx:
         return None
 
     def error(self, msg: str) -> SuiteError:
-        return SuiteError(f"{self.path}: key '{self.where}': {msg}")
+        return SuiteError(f"{self.path}: key '{self.where}': {msg}" if self.where else f"{self.path}: {msg}")
 
 
 def _parse_toml(path: Path, raw: bytes) -> dict:
@@ -514,8 +503,6 @@ def _toml_location(raw: bytes, exc: Exception) -> str:
     """'line:col' of a TOML error; tomllib omits it at the end of the document."""
     line, col = getattr(exc, "lineno", None), getattr(exc, "colno", None)
     if line is None:
-        import re
-
         m = re.search(r"line (\d+), column (\d+)", str(exc))
         if m:
             line, col = int(m.group(1)), int(m.group(2))
@@ -538,8 +525,7 @@ def _check_keys(ctx: _Ctx, table: dict, allowed: dict, required: Sequence, what:
             raise ctx.at(key).error(f"unknown key in {what}; {choices_hint(key, allowed)}")
     for key in required:
         if key not in table:
-            raise ctx.error(f"missing required key {key!r} in {what}") if ctx.where else SuiteError(
-                f"{ctx.path}: missing required key {key!r} in {what}")
+            raise ctx.error(f"missing required key {key!r} in {what}")
     for key, value in table.items():
         expected = allowed[key]
         if isinstance(value, bool) or not isinstance(value, expected):
@@ -568,12 +554,8 @@ def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
     ``cmbench suite paper --plugin mine.py`` benchmarks the newcomer against the
     suite's methods without editing the suite.
     """
-    labels = set()
-    for spec in cli_plugins:
-        if not isinstance(spec, str):  # a plugin object (`cmbench.plugins.ShippedPlugin`)
-            labels.add(str(spec))
-            continue
-        labels.add(str(Path(spec).resolve()) if is_file_spec(spec) else spec)
+    # a plugin object (`cmbench.plugins.ShippedPlugin`) by its str, a file by its absolute path
+    labels = {str(Path(s).resolve()) if isinstance(s, str) and is_file_spec(s) else str(s) for s in cli_plugins}
     return {kind: [name for name in registry.kind(kind) if registry.source(kind, name).plugin in labels]
             for kind in ("recoverers", "estimators")}
 
@@ -582,30 +564,23 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
                 limits: tuple = (DEFAULT_MAX_CELLS, DEFAULT_MAX_GB), with_claims: bool = True) -> Experiment:
     _check_keys(ctx, table, EXPERIMENT_KEYS, REQUIRED_EXPERIMENT_KEYS, "an [[experiment]] table")
     check_label(ctx.at("name"), table["name"], "experiment name")
-    lists = {}
-    for key, kind in COMPONENT_LISTS.items():
-        entries = [e for i, item in enumerate(table[key])
-                   for e in _entries(ctx.at(f"{key}[{i}]"), kind, item, registry)]
+    lists, listed = {}, {}  # key -> its entries; the labels the suite lists (then contenders, always-metrics)
+    for kind in (*PARAM_DIMS, "metrics"):
+        entries = [e for i, item in enumerate(table.get(kind, ["l2"]))
+                   for e in _entries(ctx.at(f"{kind}[{i}]"), kind, item, registry)]
         if not entries:
-            raise ctx.at(key).error("empty list: name at least one component")
-        _no_duplicates(ctx.at(key), "label", [e.label for e in entries])
-        labels = {e.label for e in entries}
-        entries += [_entry(ctx, kind, name, registry) for name in contenders.get(kind, ()) if name not in labels]
-        lists[key] = tuple(entries)
+            what = "metric" if kind == "metrics" else "component"
+            raise ctx.at(kind).error(f"empty list: name at least one {what}")
+        listed[kind] = tuple(e.label for e in entries)
+        _no_duplicates(ctx.at(kind), "label", listed[kind])
+        more = ALWAYS_METRICS if kind == "metrics" else contenders.get(kind, ())
+        lists[kind] = (*entries, *(_entry(ctx, kind, name, registry) for name in more if name not in listed[kind]))
     budgets = _budgets(ctx.at("budgets"), table["budgets"], limits[0])
     instances = _instances(ctx.at("instances"), table.get("instances", 1), limits[0])
-    metric_entries = [e for i, item in enumerate(table.get("metrics", ["l2"]))
-                      for e in _entries(ctx.at(f"metrics[{i}]"), "metrics", item, registry)]
-    if not metric_entries:
-        raise ctx.at("metrics").error("empty list: name at least one metric")
-    _no_duplicates(ctx.at("metrics"), "label", [e.label for e in metric_entries])
-    metrics = tuple(e.label for e in metric_entries)
-    metric_entries += [_entry(ctx, "metrics", name, registry) for name in ALWAYS_METRICS if name not in metrics]
-    for key, kind in COMPONENT_LISTS.items():
-        for entry in lists[key]:
-            _check_budget_bound(ctx.at(key), kind, entry, budgets)
-    for entry in metric_entries:
-        _check_budget_bound(ctx.at("metrics"), "metrics", entry, budgets)
+    for kind, entries in lists.items():
+        for entry in entries:
+            _check_budget_bound(ctx.at(kind), kind, entry, budgets)
+    metrics, metric_entries = listed["metrics"], lists["metrics"]
     methods = _methods(ctx.at("methods"), table.get("methods", {}), lists)
     claims = _claims(ctx, table.get("claim", []), methods, lists, metrics) if with_claims else ()
     if methods:
@@ -677,12 +652,9 @@ def _entries(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> list[Entry]
     or range, or a recoverer's ``rank``); for a parameter whose default is
     itself a list (``exclude = ["a", "b"]``) it is one value.
     """
-    if not isinstance(item, dict):
-        return [_entry(ctx, kind, item, registry)]
-    decl = registry.kind(kind).get(item.get("name")) if isinstance(item.get("name"), str) else None
-    if decl is None:
-        return [_entry(ctx, kind, item, registry)]  # its error names the component
-    axes = [(key, value) for key, value in item.items()
+    name = item.get("name") if isinstance(item, dict) else None
+    decl = registry.kind(kind).get(name) if isinstance(name, str) else None
+    axes = [(key, value) for key, value in (item.items() if decl else ())  # else _entry's error names it
             if key not in ("name", "label") and isinstance(value, list) and _is_grid(kind, decl, key)]
     if not axes:
         return [_entry(ctx, kind, item, registry)]
@@ -733,10 +705,8 @@ def _check_budget_bound(ctx: _Ctx, kind: str, entry: Entry, budgets: Sequence[fl
 
 
 def _is_grid(kind: str, decl: Component, key: str) -> bool:
-    if kind == "recoverers" and key == "rank" and key not in decl.params:
+    if key not in decl.params:  # a recoverer's rank; else the entry's own check names the unknown parameter
         return True
-    if key not in decl.params:
-        return True  # the entry's own check names the unknown parameter
     default = decl.params[key]
     if default is None:
         return key in decl.choices or key in decl.ranges
@@ -825,59 +795,45 @@ def _fingerprint(plugin: str, version: str, data_path: Any, files: Mapping[str, 
     return ":".join(parts)
 
 
-@functools.lru_cache(maxsize=256)
-def _digest_cached(path: str, size: int, mtime: int) -> str:
-    from .data import hash_user_file
-
-    # hashed in chunks, so no size limit here: the loader that reads the file whole applies it
-    return hash_user_file(path, "file", limit=1 << 62)[:16]
-
-
 def _file_digest(path: str) -> str:
-    """The digest of a plugin or data file (`cmbench.data.hash_user_file`: a regular file within
-    the size limit, read in chunks; a device, FIFO or folder is a `DataError` naming it)."""
+    """The digest of a plugin or data file (`cmbench.data.sha256_file`: a regular file, read in
+    chunks; a device, FIFO or folder is a `DataError` naming it), "absent" for no file."""
+    from .data import sha256_file
+
     try:
-        st = os.stat(path)
+        return sha256_file(path)[:16]
     except OSError:
         return "absent"
-    return _digest_cached(path, st.st_size, st.st_mtime_ns)
+
+
+#: (type of a default, types an override may have, their name): bool before int, which it subclasses
+_PARAM_TYPES = ((bool, bool, "a boolean"), (int, int, "an integer"), (float, (int, float), "a number"),
+                (str, str, "a string"), ((list, tuple), list, "an array"), (dict, dict, "a table"))
 
 
 def _check_param_type(ctx: _Ctx, default: Any, value: Any) -> None:
     """An override must have its default's type (an integer may stand for a float)."""
-    if default is None:
-        return
-    if isinstance(default, bool):
-        ok, expected = isinstance(value, bool), "a boolean"
-    elif isinstance(default, int):
-        ok, expected = isinstance(value, int) and not isinstance(value, bool), "an integer"
-    elif isinstance(default, float):
-        ok, expected = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
-    elif isinstance(default, str):
-        ok, expected = isinstance(value, str), "a string"
-    elif isinstance(default, (list, tuple)):
-        ok, expected = isinstance(value, list), "an array"
-    elif isinstance(default, dict):
-        ok, expected = isinstance(value, dict), "a table"
-    else:
-        return
-    if not ok:
-        raise ctx.error(f"expected {expected} (the default is {default!r}), got {type(value).__name__} {value!r}")
+    for kind, allowed, expected in _PARAM_TYPES:
+        if isinstance(default, kind):
+            if not isinstance(value, allowed) or (isinstance(value, bool) and kind is not bool):
+                raise ctx.error(f"expected {expected} (the default is {default!r}), "
+                                f"got {type(value).__name__} {value!r}")
+            return
 
 
 def _budgets(ctx: _Ctx, value: Any, max_count: int = DEFAULT_MAX_CELLS) -> tuple:
     if isinstance(value, dict):
-        allowed = {"start": (int, float), "stop": (int, float), "step": (int, float)}
+        keys = ("start", "stop", "step")
         for key in value:
-            if key not in allowed:
-                raise ctx.at(key).error(f"unknown key; {choices_hint(key, allowed)}")
-        missing = [k for k in allowed if k not in value]
+            if key not in keys:
+                raise ctx.at(key).error(f"unknown key; {choices_hint(key, keys)}")
+        missing = [k for k in keys if k not in value]
         if missing:
             raise ctx.error(f"a budget range needs start, stop and step; missing {', '.join(missing)}")
-        start, stop, step = (float(value[k]) for k in ("start", "stop", "step"))
-        for key, v in (("start", start), ("stop", stop), ("step", step)):
-            if not math.isfinite(v):
-                raise ctx.at(key).error(f"must be a finite number, got {v}")
+        for key, v in zip(keys, map(value.get, keys)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ctx.at(key).error(f"must be a finite number, got {v!r}")
+        start, stop, step = (float(value[k]) for k in keys)
         if step <= 0:
             raise ctx.at("step").error(f"step must be positive, got {step}")
         span = (stop - start) / step
@@ -928,14 +884,11 @@ def _methods(ctx: _Ctx, value: dict, lists: dict) -> dict:
             pair = pair.split("+", 1)
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise here.error(f"a method is [recoverer, estimator], e.g. [\"ithsvd\", \"mean\"]; got {pair!r}")
-        rec, est = pair
-        if rec not in recs:
-            raise here.error(f"recoverer {rec!r} is not in this experiment's recoverers; "
-                             f"{choices_hint(rec, recs)}")
-        if est not in ests:
-            raise here.error(f"estimator {est!r} is not in this experiment's estimators; "
-                             f"{choices_hint(est, ests)}")
-        methods[label] = (rec, est)
+        for what, name, known in (("recoverer", pair[0], recs), ("estimator", pair[1], ests)):
+            if name not in known:
+                raise here.error(f"{what} {name!r} is not in this experiment's {what}s; "
+                                 f"{choices_hint(name, known)}")
+        methods[label] = tuple(pair)
     pairs = list(methods.values())
     if len(set(pairs)) != len(pairs):
         dup = next(p for p in pairs if pairs.count(p) > 1)
@@ -949,16 +902,12 @@ def _contender_methods(methods: dict, lists: dict, contenders: dict) -> dict:
     recs = [e.label for e in lists["recoverers"]]
     ests = [e.label for e in lists["estimators"]]
     taken = set(methods.values())
-    for est in contenders.get("estimators", ()):
-        for i, rec in enumerate(recs):
-            label = est if i == 0 else f"{rec}+{est}"
-            if (rec, est) not in taken and label not in methods:
-                methods[label] = (rec, est)
-    for rec in contenders.get("recoverers", ()):
-        for est in ests:
-            label = f"{rec}+{est}"
-            if (rec, est) not in taken and label not in methods:
-                methods[label] = (rec, est)
+    pairs = [(est if i == 0 else f"{rec}+{est}", rec, est)
+             for est in contenders.get("estimators", ()) for i, rec in enumerate(recs)]
+    pairs += [(f"{rec}+{est}", rec, est) for rec in contenders.get("recoverers", ()) for est in ests]
+    for label, rec, est in pairs:
+        if (rec, est) not in taken and label not in methods:
+            methods[label] = (rec, est)
     return methods
 
 
@@ -1016,20 +965,10 @@ def size_limits() -> tuple[int, float]:
     UserError
         A limit that is not a positive number; names the variable.
     """
-    out = []
-    for var, default, kind in ((ENV_MAX_CELLS, DEFAULT_MAX_CELLS, int), (ENV_MAX_GB, DEFAULT_MAX_GB, float)):
-        text = os.environ.get(var, "").strip()
-        if not text:
-            out.append(default)
-            continue
-        try:
-            value = kind(float(text)) if kind is int else float(text)
-        except ValueError:
-            value = float("nan")
-        if not (math.isfinite(value) and value > 0):
-            raise SuiteError(f"environment variable {var}={text!r}: expected a positive number")
-        out.append(value)
-    return out[0], out[1]
+    from .data import env_limit
+
+    return (env_limit(ENV_MAX_CELLS, DEFAULT_MAX_CELLS, int, SuiteError),
+            env_limit(ENV_MAX_GB, DEFAULT_MAX_GB, float, SuiteError))
 
 
 def data_size(entry: Entry) -> Optional[tuple[int, int]]:

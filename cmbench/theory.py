@@ -16,6 +16,7 @@ Conventions
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -270,10 +271,6 @@ def _critical_by_sampling(geo: _RowGeometry, n_draws: int, seed: int) -> np.ndar
     return np.flatnonzero(~_search_hyperplanes(geo, draws()))
 
 
-_CACHE: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
-_CACHE_SIZE = 64
-
-
 def _validated_matrix(A) -> np.ndarray:
     A = np.asarray(A, dtype=float)
     if A.ndim != 2:
@@ -288,11 +285,14 @@ def _critical(A, tol, method, max_subsets, n_draws, seed) -> np.ndarray:
     if method not in ("auto", "search"):
         raise ValueError(f"method must be 'auto' or 'search', got {method!r}")
     tol = None if tol is None else float(tol)
-    key = (A.shape, A.tobytes(), tol, method, float(max_subsets),
-           (int(n_draws), int(seed)) if method == "search" else None)
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
+    draws = (int(n_draws), int(seed)) if method == "search" else None
+    return _critical_of(A.shape, A.tobytes(), tol, method, float(max_subsets), draws)
+
+
+@functools.lru_cache(maxsize=64)
+def _critical_of(shape, data: bytes, tol, method, max_subsets, draws) -> np.ndarray:
+    """`_critical` of the matrix of these bytes, cached (read-only result)."""
+    A = np.frombuffer(data).reshape(shape)
     geo = _RowGeometry(A, tol)
     if geo.k == 0:
         raise ValueError("A has rank 0: its row space has no dimension to lose, m_A is undefined")
@@ -302,7 +302,7 @@ def _critical(A, tol, method, max_subsets, n_draws, seed) -> np.ndarray:
     if single is not None:
         crit = single
     elif method == "search":
-        crit = _critical_by_sampling(geo, int(n_draws), int(seed))
+        crit = _critical_by_sampling(geo, *draws)
     elif n_hyper <= max_subsets:
         crit = _critical_by_hyperplanes(geo)
     else:
@@ -316,9 +316,6 @@ def _critical(A, tol, method, max_subsets, n_draws, seed) -> np.ndarray:
                 f"method='search' for an upper bound on m_A.")
     crit = np.asarray(crit, dtype=np.intp)
     crit.setflags(write=False)
-    _CACHE[key] = crit
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
     return crit
 
 
@@ -432,13 +429,9 @@ def critical_set(A, *, max_subsets: float = 2e5, n_draws: int = 20_000, seed: in
     critical_rows : the exact set, with its tolerances.
     hidden_direction : the direction that moves only these coordinates.
     """
-    A = _validated_matrix(A)
-    s = np.linalg.svd(A, compute_uv=False)
-    if not s.size or s[0] == 0:
-        raise ValueError("the structure A has rank 0: m_A is undefined")
     try:
         rows = critical_rows(A, max_subsets=max_subsets)
-    except ValueError:  # too many subsets for the exact search
+    except ValueError:  # too many subsets for the exact search (a rank 0 or an A not finite: raised again)
         rows = critical_rows(A, method="search", n_draws=n_draws, seed=seed)
     return np.sort(np.asarray(rows, dtype=np.intp))
 

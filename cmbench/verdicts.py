@@ -63,7 +63,7 @@ both call `evaluate` on a cube.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -81,6 +81,9 @@ CLAIM_KEYS = {
     "methods": list, "below": (int, float),
 }
 RANGE_KEYS = ("above", "from", "below", "to")
+#: the keys that do not apply to each kind of claim, and its name in that message
+INAPPLICABLE = {"beats": ("rtol",), "same": ("factor", "peak"), "bound": ("factor", "peak", "rtol")}
+KIND_NAMES = {"beats": "better/worse claim", "same": "same claim", "bound": "bound claim (methods, below)"}
 #: budget symbol per adversary level, in plain text (the paper's A1, A2, A3)
 LEVEL_SYMBOL = {"sample": "epsilon", "value": "rho", "coordinate": "alpha"}
 HOLDS, FAILS, NO_DATA = "holds", "fails", "no data"
@@ -164,12 +167,13 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
             raise error(f"{where}.{key}", "a label appears twice")
         return list(items)
 
+    kind = "beats" if beats else "bound" if bound else "same"
+    for key in INAPPLICABLE[kind]:
+        if key in table:
+            raise error(f"{where}.{key}", f"{key!r} does not apply to a {KIND_NAMES[kind]}")
     claim = {"id": table["id"].strip(), "paper": table.get("paper", ""), "text": table.get("text", ""),
-             "kind": "beats" if beats else "bound" if bound else "same", "better": [], "worse": [], "same": []}
+             "kind": kind, "better": [], "worse": [], "same": []}
     if bound:
-        for key in ("factor", "peak", "rtol"):
-            if key in table:
-                raise error(f"{where}.{key}", f"{key!r} does not apply to a bound claim (methods, below)")
         claim["methods"] = labels("methods", methods, "methods")
         if "below" not in table:
             raise error(where, "a bound claim needs 'below', the bound on the error, e.g. below = 0.06")
@@ -184,10 +188,6 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
             raise error(f"{where}.worse", f"method {sorted(common)[0]!r} is on both sides")
     else:
         claim["same"] = labels("same", methods, "methods", least=2)
-    for key in (("factor", "peak") if not beats else ()) + (("rtol",) if beats else ()):
-        if key in table:
-            raise error(f"{where}.{key}", f"{key!r} does not apply to a "
-                                          f"{'same' if not beats else 'better/worse'} claim")
     claim["datasets"] = labels("datasets", datasets, "data sets") if "datasets" in table else list(datasets)
     claim["adversaries"] = (labels("adversaries", adversaries, "adversaries") if "adversaries" in table
                             else list(adversaries))
@@ -277,7 +277,6 @@ class Verdict:
     up_to: float | None = None
     compared: int = 0
     passed: int = 0
-    details: dict = field(default_factory=dict)
 
 
 def claims_of(ds: xr.Dataset) -> list[dict]:
@@ -312,14 +311,22 @@ def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[st
     """Mean error over the ok instances, dims (method, dataset, adversary, budget)."""
     vals = ds[metric].where((ds["status"].astype(str) == OK) & np.isfinite(ds[metric]))
     mean = vals.mean("instance", skipna=True)
-    out = []
-    for m in labels:
-        rec, est = methods[m]
-        out.append(mean.sel(recoverer=rec, estimator=est, drop=True))
+    out = [mean.sel(recoverer=methods[m][0], estimator=methods[m][1], drop=True) for m in labels]
     import xarray as xr
 
     return xr.concat(out, dim="method").assign_coords(method=list(labels)).transpose(
         "method", "dataset", "adversary", "budget")
+
+
+#: a budget range's ends: key -> (symbol, whether a budget is within it, with a 1e-12 tolerance)
+_ENDS = {"above": (">", lambda b, end: b > end + 1e-12), "from": (">=", lambda b, end: b >= end - 1e-12),
+         "below": ("<", lambda b, end: b < end - 1e-12), "to": ("<=", lambda b, end: b <= end + 1e-12)}
+
+
+def _threshold(name: str, info: dict):
+    """The value of a recovery threshold the runner recorded for a data set (None if unknown)."""
+    entry = (info.get("thresholds") or {}).get(name)
+    return entry.get("value") if isinstance(entry, dict) else entry
 
 
 def _budget_mask(budgets: np.ndarray, rng: dict, info: dict) -> tuple[np.ndarray, str]:
@@ -327,34 +334,21 @@ def _budget_mask(budgets: np.ndarray, rng: dict, info: dict) -> tuple[np.ndarray
     mask = np.ones(budgets.shape, bool)
     for key, end in rng.items():
         if isinstance(end, str):
-            entry = (info.get("thresholds") or {}).get(end)
-            value = entry.get("value") if isinstance(entry, dict) else entry
+            value = _threshold(end, info)
             if value is None or not np.isfinite(float(value)):
                 return np.zeros(budgets.shape, bool), f"threshold {end} unknown"
             end = float(value)
-        tol = 1e-12
-        if key == "above":
-            mask &= budgets > end + tol
-        elif key == "from":
-            mask &= budgets >= end - tol
-        elif key == "below":
-            mask &= budgets < end - tol
-        elif key == "to":
-            mask &= budgets <= end + tol
+        mask &= _ENDS[key][1](budgets, end)
     return mask, ""
 
 
 def _range_text(rng: dict, info: dict) -> str:
     parts = []
-    for key, sym in (("above", ">"), ("from", ">="), ("below", "<"), ("to", "<=")):
+    for key, (sym, _) in _ENDS.items():
         if key in rng:
             end = rng[key]
-            if isinstance(end, str):
-                entry = (info.get("thresholds") or {}).get(end)
-                value = entry.get("value") if isinstance(entry, dict) else entry
-                end = f"{end} = {_num(value)}" if value is not None else end
-            else:
-                end = _num(end)
+            value = _threshold(end, info) if isinstance(end, str) else None
+            end = _num(end) if not isinstance(end, str) else f"{end} = {_num(value)}" if value is not None else end
             parts.append(f"{sym} {end}")
     return " and ".join(parts) if parts else "all budgets"
 
@@ -417,7 +411,22 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
     if not cells:
         why = "; ".join(notes) if notes else "no cell of the claim's range has values for its methods"
         return Verdict(claim, experiment, NO_DATA, why, None)
-    return VERDICTS[claim["kind"]](claim, experiment, cells, symbol, notes, budgets, infos)
+    # It holds while its cells, in budget order, hold: ``holds``, ``holds up to`` the last budget
+    # before the first false cell, or ``fails`` (also when a peak factor is not reached).
+    passed = sum(1 for c in cells if c[3])
+    parts, broken_at = PARTS[claim["kind"]](claim, cells, symbol, passed, infos)
+    up_to, broke = _prefix(cells)
+    if broke:
+        parts.append(f"{broken_at} {_false_at(cells, symbol)}")
+    more, peak_ok = _peak(claim, cells, symbol, up_to, broke)
+    parts += more + notes
+    if not peak_ok or (broke and up_to is None):
+        verdict, holds, up_to = FAILS, False, None
+    elif broke:
+        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
+    else:
+        verdict, holds = HOLDS, True
+    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
 
 
 def _beats_cell(claim, vals):
@@ -481,77 +490,49 @@ def _false_at(cells, symbol, most: int = 3) -> str:
     return f"{symbol} = " + ", ".join(shown) + more
 
 
-def _beats_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
-    passed = sum(1 for c in cells if c[3])
+def _beats_parts(claim, cells, symbol, passed, infos):
     worst = min(cells, key=lambda c: c[4])
     b, w = worst[5]
     factor = claim["factor"]
-    parts = [f"{passed} of {len(cells)} cells true"]
-    parts.append(f"smallest ratio {w}/{b} = {_num(worst[4])} ({_where(worst, symbol)}: "
-                 f"{b} {_num(worst[6][b])}, {w} {_num(worst[6][w])})"
-                 + (f", claimed > {_num(factor)}" if factor != 1 else ""))
-    up_to, broke = _prefix(cells)
-    if broke:
-        parts.append(f"false at {_false_at(cells, symbol)}")
-    # The peak: per data set, the best budget's worst ratio. The numbers give it over the
-    # whole range; a "holds up to" verdict needs it reached at the budgets where it holds.
-    peak_ok = True
-    if claim.get("peak") is not None:
-        peaks = []
-        for d in dict.fromkeys(c[0] for c in cells):
-            mine = [c for c in cells if c[0] == d]
-            best = max(mine, key=lambda c: c[4])
-            peaks.append(f"{d} {_num(best[4])} at {symbol} = {_num(best[2])}")
-            within = [c[4] for c in mine if not broke or (up_to is not None and c[2] <= up_to)]
-            peak_ok &= bool(within) and max(within) >= claim["peak"]
-        parts.append(f"peak ratio {', '.join(peaks)} (claimed >= {_num(claim['peak'])})")
-    parts += notes
-    if not broke and peak_ok:
-        verdict, holds = HOLDS, True
-    elif broke and up_to is not None and peak_ok:
-        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
-    else:
-        verdict, holds, up_to = FAILS, False, None
-    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+    return [f"{passed} of {len(cells)} cells true",
+            f"smallest ratio {w}/{b} = {_num(worst[4])} ({_where(worst, symbol)}: "
+            f"{b} {_num(worst[6][b])}, {w} {_num(worst[6][w])})"
+            + (f", claimed > {_num(factor)}" if factor != 1 else "")], "false at"
 
 
-def _prefix_verdict(claim, experiment, cells, symbol, parts, notes, passed, broken_at: str) -> Verdict:
-    """The verdict of a claim that holds while its cells, in budget order, hold: ``holds``,
-    ``holds up to`` the last budget before the first false cell, or ``fails``."""
-    up_to, broke = _prefix(cells)
-    if broke:
-        parts.append(f"{broken_at} {_false_at(cells, symbol)}")
-    parts += notes
-    if not broke:
-        verdict, holds = HOLDS, True
-    elif up_to is not None:
-        verdict, holds = f"holds up to {symbol} = {_num(up_to)}", False
-    else:
-        verdict, holds = FAILS, False
-    return Verdict(claim, experiment, verdict, "; ".join(parts), holds, up_to, len(cells), passed)
+def _peak(claim, cells, symbol, up_to, broke):
+    """The peak of a better/worse claim: per data set, the best budget's worst ratio. The numbers
+    give it over the whole range; a "holds up to" verdict needs it reached where it holds."""
+    if claim.get("peak") is None:
+        return [], True
+    peaks, ok = [], True
+    for d in dict.fromkeys(c[0] for c in cells):
+        mine = [c for c in cells if c[0] == d]
+        best = max(mine, key=lambda c: c[4])
+        peaks.append(f"{d} {_num(best[4])} at {symbol} = {_num(best[2])}")
+        within = [c[4] for c in mine if not broke or (up_to is not None and c[2] <= up_to)]
+        ok &= bool(within) and max(within) >= claim["peak"]
+    return [f"peak ratio {', '.join(peaks)} (claimed >= {_num(claim['peak'])})"], ok
 
 
-def _same_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
-    passed = sum(1 for c in cells if c[3])
+def _same_parts(claim, cells, symbol, passed, infos):
     worst = max(cells, key=lambda c: c[4])
     ranges = sorted({_range_text(claim["budgets"].get(c[0], {}), infos.get(c[0], {})) for c in cells})
-    parts = [f"{passed} of {len(cells)} cells within {_num(100 * claim['rtol'])}%",
-             f"largest relative difference {_num(100 * worst[4])}% ({_where(worst, symbol)}: "
-             + ", ".join(f"{m} {_num(v)}" for m, v in worst[6].items()) + ")",
-             f"{symbol} {'; '.join(ranges)}"]
-    return _prefix_verdict(claim, experiment, cells, symbol, parts, notes, passed, "apart at")
+    return [f"{passed} of {len(cells)} cells within {_num(100 * claim['rtol'])}%",
+            f"largest relative difference {_num(100 * worst[4])}% ({_where(worst, symbol)}: "
+            + ", ".join(f"{m} {_num(v)}" for m, v in worst[6].items()) + ")",
+            f"{symbol} {'; '.join(ranges)}"], "apart at"
 
 
-def _bound_verdict(claim, experiment, cells, symbol, notes, budgets, infos):
-    passed = sum(1 for c in cells if c[3])
+def _bound_parts(claim, cells, symbol, passed, infos):
     worst = max(cells, key=lambda c: c[4])
-    parts = [f"{passed} of {len(cells)} cells below {_num(claim['below'])}",
-             f"largest error {worst[5]} {_num(worst[4])} ({_where(worst, symbol)})"]
-    return _prefix_verdict(claim, experiment, cells, symbol, parts, notes, passed, "at or above the bound at")
+    return [f"{passed} of {len(cells)} cells below {_num(claim['below'])}",
+            f"largest error {worst[5]} {_num(worst[4])} ({_where(worst, symbol)})"], "at or above the bound at"
 
 
 CELLS = {"beats": _beats_cell, "same": _same_cell, "bound": _bound_cell}
-VERDICTS = {"beats": _beats_verdict, "same": _same_verdict, "bound": _bound_verdict}
+#: a claim's numbers in words (a list of parts), and the words before the budgets where it is false
+PARTS = {"beats": _beats_parts, "same": _same_parts, "bound": _bound_parts}
 
 
 def title(verdicts: Sequence[Verdict]) -> str:
@@ -572,7 +553,7 @@ def describe(claim: Mapping) -> str:
 
 
 def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
-    """The verdicts of the claims recorded in cubes, as a DataFrame (`cmbench.claims`).
+    """The verdicts of the claims a suite declares, checked on its cubes: a DataFrame (`cmbench.claims`).
 
     ``cube`` is what `cmbench.to_frame` takes (a cube, a cube file, a suite
     folder, the dict `cmbench.run_suite` returns, or a list of these). One row

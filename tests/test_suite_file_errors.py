@@ -163,6 +163,8 @@ GRID_MISTAKES = [
                  id="range-beyond-one"),
     pytest.param('budgets = [0.0, 0.2]', 'budgets = {start = 0.0, stop = 0.2, step = 0.0}', ["step", "0.0"],
                  id="range-zero-step"),
+    pytest.param('budgets = [0.0, 0.2]', 'budgets = {start = "a", stop = 0.2, step = 0.1}',
+                 ["budgets.start", "finite number", "'a'"], id="range-end-not-a-number"),
     pytest.param('budgets = [0.0, 0.2]', 'budgets = []', ["budgets", "empty budget grid"], id="empty-grid"),
     pytest.param('budgets = [0.0, 0.2]', 'budgets = {start = 0.5, stop = 0.1, step = 0.1}',
                  ["budgets", "empty budget grid"], id="empty-range"),
