@@ -36,11 +36,14 @@ def _matrix(X: np.ndarray) -> np.ndarray:
     return X
 
 
-def _visible_counts(X: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Missing mask (N, n) and visible count per column (n,); `Undefined`
-    naming the columns with no visible entry."""
-    missing = np.isnan(X)
-    counts = X.shape[0] - missing.sum(axis=0)
+def _visible_counts(X: np.ndarray, name: str) -> tuple[bool, np.ndarray]:
+    """Whether any entry is missing, and the visible count per column (n,);
+    `Undefined` naming the columns with no visible entry. The missing mask is
+    formed a row block at a time (an (N, n) bool mask is 1/8 of X)."""
+    counts = np.full(X.shape[1], X.shape[0], dtype=np.int64)
+    for sl in _row_blocks(*X.shape):
+        counts -= np.isnan(X[sl]).sum(axis=0)
+    missing = bool(counts.sum() < X.size)
     empty = np.flatnonzero(counts == 0)
     if empty.size:
         shown = ", ".join(map(str, empty[:10])) + (", ..." if empty.size > 10 else "")
@@ -51,7 +54,9 @@ def _visible_counts(X: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
 def _complete_rows(X: np.ndarray, name: str) -> np.ndarray:
     """The rows of ``X`` without a missing entry, (N', n); `Undefined` if N' = 0."""
     X = _matrix(X)
-    complete = ~np.isnan(X).any(axis=1)
+    complete = np.empty(X.shape[0], dtype=bool)
+    for sl in _row_blocks(*X.shape):  # no (N, n) mask: a block's at a time
+        complete[sl] = ~np.isnan(X[sl]).any(axis=1)
     if not complete.any():
         raise cmbench.Undefined(
             f"{name}: no complete rows (all {X.shape[0]} rows hold a missing entry)")
@@ -76,9 +81,14 @@ def _column_blocks(N: int, n: int):
     return [slice(j, min(n, j + width)) for j in range(0, n, width)]
 
 
+def _block_rows(n: int) -> int:
+    """Rows of n columns in one block: about ``BLOCK_ELEMENTS / n``."""
+    return max(1, BLOCK_ELEMENTS // max(1, n))
+
+
 def _row_blocks(N: int, n: int):
-    """Slices of the N rows, about ``BLOCK_ELEMENTS / n`` rows each."""
-    step = max(1, BLOCK_ELEMENTS // max(1, n))
+    """Slices of the N rows, `_block_rows` each."""
+    step = _block_rows(n)
     return [slice(i, min(N, i + step)) for i in range(0, N, step)]
 
 
@@ -147,7 +157,7 @@ def empirical_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> 
     """
     X = _matrix(X)
     missing, counts = _visible_counts(X, "mean")
-    if not missing.any():
+    if not missing:
         return _finite(X.mean(axis=0), "mean")
     total = _by_columns(X, lambda B: np.nansum(B, axis=0))  # nanmean's copy, a block at a time
     return _finite(total / counts, "mean")
@@ -170,7 +180,7 @@ def coordinate_median(X: np.ndarray, *, rng: np.random.Generator | None = None) 
     """
     X = _matrix(X)
     missing, counts = _visible_counts(X, "cmedian")
-    if not missing.any():  # partition, faster than a sort
+    if not missing:  # partition, faster than a sort
         return _finite(_by_columns(X, lambda B: np.median(B, axis=0)), "cmedian")
     # One sort per column block (NaN last) instead of nanmedian's loop per column.
     out = np.empty(X.shape[1])
@@ -580,7 +590,8 @@ def _mean_cov(Y: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = Y[idx[:1]][0] if idx.size else np.zeros(n)  # a shift against cancellation
     s, S = np.zeros(n), np.zeros((n, n))
     for sl in _row_blocks(idx.size, n):
-        B = Y[idx[sl]] - first
+        B = Y[idx[sl]]  # a copy (fancy index): shifted in place
+        B -= first
         s += B.sum(axis=0)
         S += B.T @ B
     m = s / idx.size
@@ -639,10 +650,16 @@ def _spectral_whitening(Y: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarr
     scale2 = np.empty_like(w)
     block = max(1, BLOCK_ELEMENTS // max(1, Y.shape[0]))
     for start in range(0, V.shape[1], block):
-        P = (Y - center) @ V[:, start:start + block] if Y.shape[0] * Y.shape[1] <= BLOCK_ELEMENTS else \
-            np.concatenate([(Y[sl] - center) @ V[:, start:start + block] for sl in _row_blocks(*Y.shape)])
-        med = np.median(P, axis=0)
-        scale2[start:start + block] = (_MAD_TO_SD * np.median(np.abs(P - med), axis=0)) ** 2
+        Vb = V[:, start:start + block]
+        if Y.shape[0] * Y.shape[1] <= BLOCK_ELEMENTS:
+            P = (Y - center) @ Vb
+        else:  # filled a row block at a time: one (N, block) array, no list of pieces
+            P = np.empty((Y.shape[0], Vb.shape[1]))
+            for sl in _row_blocks(*Y.shape):
+                P[sl] = (Y[sl] - center) @ Vb
+        P -= np.median(P, axis=0)
+        np.abs(P, out=P)
+        scale2[start:start + block] = (_MAD_TO_SD * np.median(P, axis=0, overwrite_input=True)) ** 2
     # A direction whose MAD is 0 (x = A z: no spread off A's span) keeps the floor.
     scale2 = np.maximum(scale2, max(w.max(), 1e-300) * 1e-12)
     return center, V / np.sqrt(scale2)
@@ -756,7 +773,9 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         a = vec[:, -1] if W is None else W @ vec[:, -1]
         proj = np.empty(m)
         for sl in _row_blocks(m, n):
-            proj[sl] = (Y[keep[sl]] - center) @ a
+            B = Y[keep[sl]]  # a copy (fancy index): shifted in place
+            B -= center
+            proj[sl] = B @ a
         dev = np.abs(proj - np.median(proj))
         order = np.argsort(dev, kind="stable")
         T = dev[order] - 2.0 * eps

@@ -22,7 +22,7 @@ import numpy as np
 
 import cmbench
 
-from .estimators import (_by_columns, _complete_rows, _contract_doc, _finite, _mean_cov,
+from .estimators import (_block_rows, _by_columns, _complete_rows, _contract_doc, _finite, _mean_cov,
                          _row_blocks, _subset_mean, _COMPLETE_ROWS, geometric_median)
 
 RANSAC_COUNTS = ("reference", "intended")
@@ -160,19 +160,42 @@ def _shortest_window_mean(z: np.ndarray, eta: float) -> float:
 
 
 def _lrv(Y: np.ndarray, eta: float) -> np.ndarray:
-    n = Y.shape[1]
-    if n <= 1:
-        return np.array([_shortest_window_mean(Y[:, 0], eta)])
-    T = _sq_dist(Y, _cmedian(Y))
-    # MATLAB's prctile: the i-th smallest value sits at 100 (i - 0.5) / N, linear between.
-    thresh = np.percentile(T, 100.0 * (1.0 - eta) ** 2, method="hazen")
-    keep = np.flatnonzero(T <= thresh)
-    mean, S = _mean_cov(Y, keep)
-    _, V = np.linalg.eigh(S)  # ascending, as MATLAB's eig of a symmetric matrix
-    h = n // 2
-    low, high = V[:, :h], V[:, h:]
-    est1 = (mean @ low) @ low.T  # mean of the kept rows projected on the bottom half
-    return est1 + _lrv(Y @ high, eta) @ high.T
+    """The recursion of ``agnosticMeanGeneral``, as a loop over the levels.
+
+    Level k works on the rows projected on the top half of the previous level's
+    eigenvectors, Z_k (N, n_k). Z_1 = Y @ high_0 gets one buffer (half of Y's
+    size) and each later Z_{k+1} = Z_k @ high_k is written, a row block at a
+    time, over the start of that same buffer (row block b of Z_{k+1} only covers
+    rows of Z_k up to b's end, already read): scratch about 0.5 Y instead of a
+    new array per level (0.5 + 0.25 + ... = 1 Y).
+    """
+    N = Y.shape[0]
+    parts = []  # (est1, high) per level, outermost first
+    Z, buf = Y, None
+    while Z.shape[1] > 1:
+        n = Z.shape[1]
+        T = _sq_dist(Z, _cmedian(Z))
+        # MATLAB's prctile: the i-th smallest value sits at 100 (i - 0.5) / N, linear between.
+        thresh = np.percentile(T, 100.0 * (1.0 - eta) ** 2, method="hazen")
+        keep = np.flatnonzero(T <= thresh)
+        del T
+        mean, S = _mean_cov(Z, keep)
+        del keep
+        _, V = np.linalg.eigh(S)  # ascending, as MATLAB's eig of a symmetric matrix
+        h = n // 2
+        low, high = V[:, :h], V[:, h:]
+        parts.append(((mean @ low) @ low.T, high))  # kept rows' mean on the bottom half
+        if buf is None:
+            buf = np.empty(N * high.shape[1])
+        out = buf[:N * high.shape[1]].reshape(N, high.shape[1])
+        for sl in _row_blocks(N, n):
+            out[sl] = Z[sl] @ high
+        Z = out
+    est = np.array([_shortest_window_mean(Z[:, 0], eta)])
+    del Z, buf
+    for est1, high in reversed(parts):
+        est = est1 + est @ high.T
+    return est
 
 
 @_contract_doc(**_COMPLETE_ROWS)
@@ -228,7 +251,16 @@ def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
     k = min(k, N)
     order = np.random.default_rng(rng).permutation(N)
     edges = np.linspace(0, N, k + 1).round().astype(np.int64)
-    means = np.add.reduceat(Y[order], edges[:-1], axis=0) / np.diff(edges)[:, None]
+    # The block sums, gathering a run of whole blocks (about a row block) at a
+    # time: no shuffled (N, n) copy of Y; each block summed as reduceat on Y[order].
+    means = np.empty((k, Y.shape[1]))
+    step = _block_rows(Y.shape[1])
+    g = 0
+    while g < k:
+        g2 = min(k, max(g + 1, int(np.searchsorted(edges, edges[g] + step, side="right")) - 1))
+        means[g:g2] = np.add.reduceat(Y[order[edges[g]:edges[g2]]], edges[g:g2] - edges[g], axis=0)
+        g = g2
+    means /= np.diff(edges)[:, None]
     if median == "coordinate":
         return _finite(np.median(means, axis=0), "median-of-means")
     return _finite(geometric_median(means), "median-of-means")
