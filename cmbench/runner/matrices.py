@@ -38,6 +38,9 @@ def frozen(a: np.ndarray) -> np.ndarray:
     return np.frombuffer(a.tobytes(), dtype=a.dtype).reshape(a.shape)
 
 
+_COUNTED = sys.version_info < (3, 14)
+
+
 def sealed(a: np.ndarray) -> np.ndarray:
     """`frozen`, without the copy when the caller holds the only reference to ``a``.
 
@@ -47,8 +50,10 @@ def sealed(a: np.ndarray) -> np.ndarray:
     and a full-size corruption or recovery is not held twice (at d = 400,
     N = 400,000 the copy was 1.28 GB beside the data and the original).
     """
-    # three references: the caller's, this frame's and getrefcount's own
-    if (type(a) is np.ndarray and a.flags.c_contiguous and a.flags.owndata
+    # three references: the caller's, this frame's and getrefcount's own. From Python 3.14
+    # the interpreter may borrow references without counting them, so the count could
+    # miss a plugin's: there every array is copied, as `frozen` does.
+    if (_COUNTED and type(a) is np.ndarray and a.flags.c_contiguous and a.flags.owndata
             and sys.getrefcount(a) <= 3):
         return np.frombuffer(memoryview(a).cast("B").toreadonly(), dtype=a.dtype).reshape(a.shape)
     return frozen(a)
