@@ -991,13 +991,6 @@ def data_size(entry: Entry) -> Optional[tuple[int, int]]:
         n = sum(int(rows) for rows, _ in blocks) if blocks is not None else n
     except (TypeError, ValueError):
         pass
-    # Sample-level data sets (`gaussian`): dimension ``d``, N = samples_per_dim * d.
-    d, per = entry.params.get("d"), entry.params.get("samples_per_dim")
-    if isinstance(d, int) and not isinstance(d, bool):
-        n = d
-        if entry.params.get("N") is None:
-            per = per if isinstance(per, (int, float)) and not isinstance(per, bool) else 100
-            N = int(math.floor(per * d))
     return (N, n) if N and n else None
 
 
