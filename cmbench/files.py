@@ -24,7 +24,7 @@ from .output import follow_umask
 #: writes there (`cmbench.report.pagecache`);
 #: `cmbench cache clear` removes only these
 PAGES = "pages"
-PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.pdf|index\.json|reports\.json)$")
+PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.(pdf|svg)|index\.json|reports\.json)$")
 TEMP_FILE = re.compile(r"^\..+\.tmp$")
 
 

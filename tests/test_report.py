@@ -363,17 +363,17 @@ def test_report_never_imports_the_runner():
 
 # -- the page cache: a page is drawn again only when its record changed ---------------------------
 def _drawn_pages(monkeypatch) -> list:
-    """Record the slug of every page drawn from now on (by the default drawing strategy)."""
-    from cmbench.report.render import drawing
+    """Record the slug of every page drawn from now on."""
+    from cmbench.report.render import pdf
 
     drawn = []
-    original = drawing.draw_here
+    original = pdf.draw_document
 
-    def draw_here(pages, meta):
-        drawn.extend(p.slug for _, p in pages)
-        return original(pages, meta)
+    def draw_document(pages, meta, hook=None):
+        drawn.extend(p.slug for p in pages)
+        return original(pages, meta, hook)
 
-    monkeypatch.setattr(drawing, "draw_here", draw_here)
+    monkeypatch.setattr(pdf, "draw_document", draw_document)
     return drawn
 
 

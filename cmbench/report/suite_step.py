@@ -8,11 +8,12 @@ plotting library; a deleted, edited or replaced report is always drawn anew.
 When a report must be drawn, the report model (`model.build_report`) is built
 once from the cubes read back from disk; the PDF's pages come from the page
 cache (`pagecache`) wherever their record did not change, the others are drawn
-in a process pool (`drawing.Pool`), and the HTML renders the same model.
+here, and the HTML renders the same model. Its SVG figures come from the same
+cache (`html.Figures`), where the PDF's drawing left those it drew: a figure is
+computed and drawn once for both reports.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from .render.pagecache import code_digest
 STAMPS = "reports.json"
 
 
-def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers: int = 1) -> list[Path]:
+def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list[Path]:
     """Draw the PDF and HTML reports of a finished run, unless those on disk were drawn from these cubes.
 
     Parameters
@@ -33,8 +34,6 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
         ``digests``, ``report``, ``cache``): the cubes a run wrote, their
         content digests, the reports' path without suffix, the cache folder.
     pdf, html : which reports to write.
-    workers : with more than 1, the PDF's pages are drawn in up to this many
-        processes (`drawing.Pool`). The reports are the same as with 1.
 
     Returns
     -------
@@ -54,43 +53,33 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
              for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
     todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
     if todo:
-        _draw(cubes, list(outputs.digests), todo, cache / PAGES, workers, stamps, digest)
+        _draw(cubes, list(outputs.digests), todo, cache / PAGES, stamps, digest)
     return list(paths.values())
 
 
-def report_step(workers: int, scheduler: str | None = None):
-    """The report step of a suite run (its ``then``, `cmbench.runner.run_suite`):
-    `write_suite_reports` with as many drawing processes as the run had."""
-    def draw(outputs) -> list[Path]:
-        return write_suite_reports(outputs, workers=max(workers, 1))
-
-    return draw
-
-
-def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, workers: int, stamps: Stamps,
-          digest: str) -> None:
+def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, stamps: Stamps, digest: str) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
     the cubes' content digests."""
-    from .render.drawing import Pool, draw_here
     from .load import load_cubes
     from .model import build_report, default_title
+    from .render.html import Figures, write_html
+    from .render.pagecache import PageCache
 
     loaded = load_cubes(cubes)
     for cube, content in zip(loaded, contents):
         cube.digest = content
     title = default_title(loaded)
     sections = build_report(loaded, title=title)
+    cache = PageCache(pages)
     if "pdf" in todo:
         from .render.pdf import write_report
 
-        with Pool(workers) if workers > 1 else contextlib.nullcontext(draw_here) as draw:
-            write_report(loaded, todo["pdf"], page_cache=pages, draw=draw, title=title, sections=sections)
+        keep = Figures(cache).keep if "html" in todo else None
+        write_report(loaded, todo["pdf"], page_cache=cache, drawn=keep, title=title, sections=sections)
         stamps.record(todo["pdf"], digest)
         stamps.save()
     if "html" in todo:
-        from .render.html import write_html
-
-        write_html(loaded, todo["html"], title=title, sections=sections)
+        write_html(loaded, todo["html"], title=title, sections=sections, page_cache=cache)
         stamps.record(todo["html"], digest)
         stamps.save()
 

@@ -10,7 +10,9 @@ stress pages, the recovery quality, the runtime, the cells that did not run,
 the baseline comparison, and the paper's worked examples. Text records render
 as HTML headings, paragraphs and tables; curve and runtime records as plotly
 figures (`RENDERERS`); any other figure record as the inline SVG of its own
-matplotlib drawing. plotly's library is inlined once in the page's head:
+matplotlib drawing, kept in the suite's page cache (`pagecache`) by the
+record's digest, so that a suite rerun neither computes nor draws an unchanged
+figure again. plotly's library is inlined once in the page's head:
 nothing is loaded from the network, so the file can be mailed, archived or
 opened on an offline machine. Figures are written as plotly's JSON directly,
 without plotly's Python figure objects.
@@ -37,6 +39,7 @@ from ..load import Cube
 from ..model import Section, report_model
 from ..content.significance import CdPage
 from ..content.tables import fmt_num
+from .pagecache import PageCache, record_digest, salt
 from .writing import check_out, write_bytes
 
 __all__ = ["write_html", "build_html", "RENDERERS"]
@@ -70,7 +73,8 @@ code { font-size: 0.95em; }
 
 def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str | os.PathLike, *,
                title: str | None = None, baseline: str | os.PathLike | xr.Dataset | None = None,
-               sections: Sequence[Section] | None = None) -> Path:
+               sections: Sequence[Section] | None = None,
+               page_cache: str | os.PathLike | PageCache | None = None) -> Path:
     """Write the interactive HTML report of results cubes.
 
     Parameters
@@ -82,6 +86,9 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     baseline : a cube to compare against, as for the PDF.
     sections : the report model (`model.build_report`) when the caller built
         it already (for the PDF too); else it is built here.
+    page_cache : a folder of drawn pages and figures (`pagecache`), or that
+        cache opened: an SVG figure whose record is found there is taken
+        instead of drawn, and the figures drawn now are kept there.
 
     Returns
     -------
@@ -97,20 +104,25 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     out = check_out(out, [*cubes, baseline], kind="html")
     if sections is None:
         sections, title = report_model(cubes, baseline, title)
-    write_bytes(out, build_html(sections, title=title).encode("utf-8"))
+    figures = Figures(PageCache.of(page_cache))
+    write_bytes(out, build_html(sections, title=title, figures=figures).encode("utf-8"))
+    if figures.cache is not None:
+        figures.cache.save(out.name, figures.used)
     return out
 
 
-def build_html(sections: Sequence[Section], *, title: str) -> str:
-    """The whole page as a string: a table of contents, then each section."""
+def build_html(sections: Sequence[Section], *, title: str, figures: "Figures | None" = None) -> str:
+    """The whole page as a string: a table of contents, then each section; ``figures``:
+    where the SVG figures come from (default: drawn here, none kept)."""
     from plotly.offline import get_plotlyjs
 
+    figures = figures or Figures(None)
     new_id = _id_maker()
     body = [f"<h1>{_e(title)}</h1>"]
     anchors = [(new_id(s.slug), s) for s in sections]
     body.append("<nav>" + " ".join(f'<a href="#{a}">{_e(s.title)}</a>' for a, s in anchors) + "</nav>")
     for anchor, section in anchors:
-        body.append(render_section(section, anchor, new_id))
+        body.append(render_section(section, anchor, new_id, figures))
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -124,18 +136,18 @@ def build_html(sections: Sequence[Section], *, title: str) -> str:
         "</body>", "</html>", ""])
 
 
-def render_section(section: Section, anchor: str, new_id: Callable[[str], str]) -> str:
+def render_section(section: Section, anchor: str, new_id: Callable[[str], str], figures: "Figures") -> str:
     parts = [f'<section id="{anchor}">', f"<h2>{_e(plain(section.title))}</h2>"]
     for reason in section.omitted:
         parts.append(f'<p class="note">Left out: {_e(reason)}.</p>')
     for page in section.pages:
         if page.text is not None:
             parts.append(render_text(page.text, section.title))
-        elif page.draw.__name__ == "draw_text_page":
+        elif _continued(page):
             continue  # a page continuing a text rendered whole on its first page
         else:
             render = RENDERERS.get(type(page.record), render_svg)
-            parts.append(render(page, new_id(page.slug)))
+            parts.append(render(page, new_id(page.slug), figures))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -173,7 +185,7 @@ def _figure_head(title: str, subtitle: str = "") -> list[str]:
     return out
 
 
-def render_curves(page: Page, div: str) -> str:
+def render_curves(page: Page, div: str, figures: "Figures") -> str:
     """A `figures.CurvePage` as a grid of plotly panels (one per data set), notes below."""
     rec: CurvePage = page.record
     n = len(rec.panels)
@@ -243,7 +255,7 @@ def render_curves(page: Page, div: str) -> str:
                      + [f'<p class="note">{_e(plain(n))}</p>' for n in notes])
 
 
-def render_runtime(page: Page, div: str) -> str:
+def render_runtime(page: Page, div: str, figures: "Figures") -> str:
     """A `figures.RuntimePage` as a bar per method (mean seconds per ok cell, log axis)."""
     rec: RuntimePage = page.record
     keep = [i for i, v in enumerate(rec.overall) if np.isfinite(v)]
@@ -260,46 +272,93 @@ def render_runtime(page: Page, div: str) -> str:
                                                  num=range(1, len(rec.datasets) + 1))])
 
 
-def render_cd(page: Page, div: str) -> str:
+def render_cd(page: Page, div: str, figures: "Figures") -> str:
     """A `significance.CdPage`: its caption and the diagram as inline SVG."""
     from ..content.significance import cd_diagram
 
     rec: CdPage = page.record
-    return "\n".join(_figure_head(rec.title, rec.caption)
-                      + [f'<div class="cd" id="{div}">{_svg(lambda: cd_diagram(rec.result), div)}</div>'])
+    svg = figures.svg(page, "cd", lambda: cd_diagram(rec.result), div)
+    return "\n".join(_figure_head(rec.title, rec.caption) + [f'<div class="cd" id="{div}">{svg}</div>'])
 
 
-def render_svg(page: Page, div: str) -> str:
+def render_svg(page: Page, div: str, figures: "Figures") -> str:
     """Any other figure record: the inline SVG of its matplotlib drawing (the PDF's page)."""
     title = getattr(page.record, "title", None) or page.slug
-    return "\n".join([f"<h3>{_e(plain(str(title)))}</h3>",
-                      f'<div class="figure" id="{div}">{_svg(lambda: page.draw(page.record), div)}</div>'])
+    svg = figures.svg(page, "page", lambda: page.draw(page.record), div)
+    return "\n".join([f"<h3>{_e(plain(str(title)))}</h3>", f'<div class="figure" id="{div}">{svg}</div>'])
 
 
 #: figure record type -> its HTML renderer; a record type not listed renders as SVG (`render_svg`)
-RENDERERS: dict[type, Callable[[Page, str], str]] = {
+RENDERERS: dict[type, Callable[[Page, str, "Figures"], str]] = {
     CurvePage: render_curves, RuntimePage: render_runtime, CdPage: render_cd}
 
 
-def _svg(draw: Callable, prefix: str) -> str:
+class Figures:
+    """The SVG figures of one HTML report: taken from a page cache by record digest, else drawn
+    (and kept there); ``used``: the digests this report holds, for `PageCache.save`."""
+
+    def __init__(self, cache: PageCache | None) -> None:
+        self.cache = cache
+        self.salt = salt() if cache is not None else ""
+        self.used: list[str] = []
+
+    def svg(self, page: Page, how: str, draw: Callable, prefix: str) -> str:
+        """The inline SVG of ``draw()``, a drawing of ``page``'s record (``how`` tells drawings of
+        one record apart), its element ids prefixed with ``prefix``."""
+        digest = self._digest(page, how)
+        svg = self.cache.svg(digest) if digest is not None else None
+        if svg is None:
+            import matplotlib
+
+            from ..style import RC
+
+            with matplotlib.rc_context(RC):
+                fig = draw()
+                svg = _svg_of(fig)
+            fig.clear()
+            if digest is not None:
+                self.cache.add_svg(digest, svg)
+        if digest is not None:
+            self.used.append(digest)
+        return _prefixed(svg, prefix)
+
+    def keep(self, page: Page, fig) -> None:
+        """A ``drawn`` hook of `pdf.write_report`: keep the SVG of a page the PDF just drew when the
+        HTML shows that very drawing (`render_svg`), so that it is not computed again."""
+        if page.text is None and not _continued(page) and type(page.record) not in RENDERERS:
+            digest = self._digest(page, "page")
+            if digest is not None and self.cache.svg(digest) is None:
+                self.cache.add_svg(digest, _svg_of(fig))
+
+    def _digest(self, page: Page, how: str) -> str | None:
+        return record_digest(page, f"{self.salt}\x1dsvg:{how}") if self.cache is not None else None
+
+
+def _svg_of(fig) -> str:
     import matplotlib
 
     from ..style import RC
 
     # Text as SVG text, not outlines: the browser sets it (it can be selected and searched)
     with matplotlib.rc_context({**RC, "svg.fonttype": "none"}):
-        fig = draw()
         buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight")
-        fig.clear()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})  # the same figure, the same SVG
     svg = buf.getvalue()
-    svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
+    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
+
+
+def _prefixed(svg: str, prefix: str) -> str:
     # matplotlib numbers its element ids per figure (figure_1, axes_1, ...): prefixed with the
     # figure's own id, they stay unique among the page's inline figures
     ids = set(re.findall(r'\bid="([^"]+)"', svg))
     svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     return re.sub(r"#([A-Za-z_][\w.-]*)",
                   lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
+
+
+def _continued(page: Page) -> bool:
+    """A page continuing a flowed text (`layout.text_pages`): the HTML renders the text whole."""
+    return page.draw.__name__ == "draw_text_page"
 
 
 def _id_maker() -> Callable[[str], str]:

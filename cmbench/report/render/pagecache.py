@@ -2,11 +2,13 @@
 
 A page's record (`layout.Page`) holds everything its drawing depends on; a
 page whose record digest is found here is copied from the PDF document it was
-drawn into, and only the other pages are drawn. Files: ``<sha256>.pdf``
-(documents of drawn pages), ``index.json`` (record digest -> document and page),
-``reports.json`` (the stamps of `outputs`). Every document is checked against
-its SHA-256 before a page is taken from it; a damaged one is ignored and its
-pages drawn again.
+drawn into, and only the other pages are drawn. The HTML report's inline SVG
+figures are kept the same way (`PageCache.svg`), so that a figure whose record
+did not change is neither computed nor drawn again. Files: ``<sha256>.pdf``
+(documents of drawn pages), ``<sha256>.svg`` (figures), ``index.json`` (record
+digest -> document and page, or SVG file), ``reports.json`` (the stamps of
+`suite_step`). Every file is checked against its SHA-256 before it is used; a
+damaged one is ignored and its pages drawn again.
 """
 from __future__ import annotations
 
@@ -105,10 +107,10 @@ def record_digest(page, salt: str = "") -> Optional[str]:
 class PageCache:
     """Drawn pages of one suite's reports, in the PDF documents they were drawn in.
 
-    ``index.json``: ``pages`` (record digest -> [document, page number]) and
-    ``reports`` (report name -> the record digests of its pages, in order).
-    Documents that no report's pages use any more, and damaged ones, are deleted
-    after each report.
+    ``index.json``: ``pages`` (record digest -> [document, page number]),
+    ``svgs`` (record digest -> SVG file) and ``reports`` (report name -> the
+    record digests of its pages or figures, in order). Files that no report
+    uses any more, and damaged ones, are deleted after each report.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -122,16 +124,24 @@ class PageCache:
                             if isinstance(loc, list) and len(loc) == 2 and isinstance(loc[0], str)
                             and isinstance(loc[1], int)} if ok else {}
         self.reports: dict = {k: v for k, v in doc["reports"].items() if isinstance(v, list)} if ok else {}
-        self._docs: dict = {}  # document name -> bytes, or None when absent or damaged
+        svgs = doc.get("svgs") if ok else None
+        self.svgs: dict = {d: n for d, n in svgs.items() if isinstance(n, str)} if isinstance(svgs, dict) else {}
+        self._docs: dict = {}  # file name -> bytes, or None when absent or damaged
+        self._added: set = set()  # files written since this cache was opened: kept by `save`
         self.damaged = 0
 
-    def document(self, name: str) -> Optional[bytes]:
-        """A stored document whose SHA-256 is its name; None when absent or damaged."""
+    @classmethod
+    def of(cls, cache: "str | os.PathLike | PageCache | None") -> "Optional[PageCache]":
+        """``cache`` opened (a folder), as it is (an open cache), or None."""
+        return cache if cache is None or isinstance(cache, PageCache) else cls(Path(cache))
+
+    def document(self, name: str, suffix: str = ".pdf") -> Optional[bytes]:
+        """A stored file whose SHA-256 is its name; None when absent or damaged."""
         if name not in self._docs:
             blob = None
             if re.fullmatch(r"[0-9a-f]{64}", str(name)):
                 try:
-                    blob = (self.folder / f"{name}.pdf").read_bytes()
+                    blob = (self.folder / f"{name}{suffix}").read_bytes()
                 except OSError:
                     blob = None
                 if blob is not None and hashlib.sha256(blob).hexdigest() != name:
@@ -151,21 +161,43 @@ class PageCache:
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write(self.folder / f"{name}.pdf", blob)
         self._docs[name] = blob
+        self._added.add(name)
         for i, d in enumerate(digests):
             if d is not None:
                 self.pages[d] = [name, i]
         return name
 
+    def svg(self, digest: Optional[str]) -> Optional[str]:
+        """The SVG figure kept for the record digest ``digest``, if it is intact."""
+        name = self.svgs.get(digest) if digest else None
+        blob = self.document(name, ".svg") if name is not None else None
+        return blob.decode("utf-8") if blob is not None else None
+
+    def add_svg(self, digest: str, text: str) -> None:
+        """Keep the SVG figure drawn from the record digest ``digest``."""
+        blob = text.encode("utf-8")
+        name = hashlib.sha256(blob).hexdigest()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.folder / f"{name}.svg", blob)
+        self._docs[name] = blob
+        self._added.add(name)
+        self.svgs[digest] = name
+
     def save(self, report: str, digests: Sequence[Optional[str]]) -> None:
-        """Record the pages of ``report``; delete the documents no report uses."""
+        """Record the pages or figures of ``report``; delete the files no report uses (but those
+        written since this cache was opened: the PDF's drawing keeps the HTML's figures)."""
         self.reports[report] = [d for d in digests if d]
         used = {d for ds in self.reports.values() for d in ds}
-        self.pages = {d: loc for d, loc in self.pages.items()
-                      if d in used and not (loc[0] in self._docs and self._docs[loc[0]] is None)}
-        keep = {loc[0] for loc in self.pages.values()}
+
+        def keep(d: str, name: str) -> bool:
+            return name in self._added or (d in used and not (name in self._docs and self._docs[name] is None))
+
+        self.pages = {d: loc for d, loc in self.pages.items() if keep(d, loc[0])}
+        self.svgs = {d: name for d, name in self.svgs.items() if keep(d, name)}
+        keep = {loc[0] for loc in self.pages.values()} | set(self.svgs.values())
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.folder / INDEX, json.dumps({"pages": self.pages, "reports": self.reports},
-                                                     sort_keys=True).encode())
+        atomic_write(self.folder / INDEX, json.dumps({"pages": self.pages, "svgs": self.svgs,
+                                                      "reports": self.reports}, sort_keys=True).encode())
         for entry in os.scandir(self.folder):
-            if entry.name.endswith(".pdf") and PAGE_FILE.match(entry.name) and entry.name[:-4] not in keep:
+            if entry.name[-4:] in (".pdf", ".svg") and PAGE_FILE.match(entry.name) and entry.name[:-4] not in keep:
                 os.unlink(entry.path)

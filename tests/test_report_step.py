@@ -1,0 +1,96 @@
+"""The report step of a suite run (`cmbench.report.suite_step`): the PDF and the HTML drawn from one
+model, a figure computed once for both and kept for the next run, and no half-written report."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cmbench.report.content import theory_pages
+from cmbench.report.suite_step import write_suite_reports
+
+from test_report import make_cube, pdf_pages_text
+
+
+def _outputs(tmp_path: Path, ds) -> SimpleNamespace:
+    """A finished run's outputs (as the runner gives them) for the cube ``ds``."""
+    from cmbench.cube import save
+    from cmbench.stamps import content_digest
+
+    cube = save(ds, tmp_path / "smoke" / "synthetic.nc")
+    return SimpleNamespace(cubes=(cube,), digests=(content_digest(ds),), report=tmp_path / "smoke",
+                           cache=tmp_path / "smoke" / ".cache")
+
+
+def _counted_dis_compare(monkeypatch) -> list:
+    """Count the computations of Figure fig:disCompare (its linear programs and drawing)."""
+    calls = []
+    original = theory_pages.draw_dis_compare
+
+    def draw_dis_compare(page):
+        calls.append(page)
+        return original(page)
+
+    monkeypatch.setattr(theory_pages, "draw_dis_compare", draw_dis_compare)
+    return calls
+
+
+def _svgs(html: str) -> list[str]:
+    """The inline SVG figures of an HTML report, without the ids the page gives them."""
+    return [re.sub(r'id="[^"]*"|#[\w.-]+', "", s) for s in re.findall(r"<svg.*?</svg>", html, flags=re.S)]
+
+
+def test_a_figure_is_computed_once_for_both_reports_and_kept_for_the_next_run(tmp_path, monkeypatch):
+    ds = make_cube()
+    ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
+    calls = _counted_dis_compare(monkeypatch)
+    outputs = _outputs(tmp_path, ds)
+    pdf, html = write_suite_reports(outputs)
+    assert len(calls) == 1  # drawn for the PDF; the HTML took that drawing's SVG
+    assert any("fig:disCompare" in t for t in pdf_pages_text(pdf))
+    page = html.read_text()
+    assert "d_ENTRY" in page and len(_svgs(page)) >= 2  # the figure and the CD diagrams
+    kept = list((outputs.cache / "pages").glob("*.svg"))
+    assert kept
+
+    pdf.unlink()
+    html.unlink()
+    write_suite_reports(outputs)  # both reports again, from the page cache: nothing computed
+    assert len(calls) == 1
+    assert _svgs(html.read_text()) == _svgs(page)
+
+    calls.clear()  # without a page cache, the HTML draws its figure itself
+    from cmbench.report.render.html import write_html
+
+    alone = write_html([outputs.cubes[0]], tmp_path / "alone.html")
+    assert len(calls) == 1
+    assert _svgs(alone.read_text()) == _svgs(page)
+
+
+def test_svg_figures_no_report_uses_are_deleted(tmp_path):
+    ds = make_cube()
+    outputs = _outputs(tmp_path, ds)
+    pdf, html = write_suite_reports(outputs)
+    first = {p.name for p in (outputs.cache / "pages").glob("*.svg")}
+    assert first  # the critical-difference diagrams
+    changed = ds.copy(deep=True)  # other numbers: other ranks, other diagrams
+    changed["l2"][:] = changed["l2"].values[..., ::-1]
+    write_suite_reports(_outputs(tmp_path, changed))
+    second = {p.name for p in (outputs.cache / "pages").glob("*.svg")}
+    index = json.loads((outputs.cache / "pages" / "index.json").read_text())
+    assert second == {f"{n}.svg" for n in index["svgs"].values()}
+    assert second - first and first - second
+
+
+def test_a_failed_drawing_writes_no_report(tmp_path):
+    from cmbench.report import write_report
+
+    def broken(page, figure):
+        raise ValueError("this page cannot be drawn")
+
+    with pytest.raises(ValueError, match="cannot be drawn"):
+        write_report([make_cube()], tmp_path / "r.pdf", drawn=broken)
+    assert not list(tmp_path.iterdir())
