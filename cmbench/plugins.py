@@ -542,18 +542,23 @@ def _import_file(path: Path, source: bytes | None = None) -> ModuleType:
     sys.modules[modname] = module
     try:
         spec.loader.exec_module(module)
-    except SyntaxError as exc:
+    except (Exception, SystemExit) as exc:
         del sys.modules[modname]
-        where = f"{exc.filename or path}:{exc.lineno}" if exc.lineno else str(exc.filename or path)
-        raise PluginError(f"plugin file {where}: syntax error: {exc.msg}") from None
-    except SystemExit as exc:
-        del sys.modules[modname]
-        raise PluginError(f"plugin file {path} called sys.exit({exc.code!r}) while being imported; "
-                          "a plugin may not exit at import") from None
-    except Exception as exc:
-        del sys.modules[modname]
-        raise PluginError(f"plugin file {path} failed to import: {describe_error(exc, path)}") from None
+        raise _import_error("file", path, exc) from None
     return module
+
+
+def _import_error(kind: str, name: str | Path, exc: BaseException) -> PluginError:
+    """The one line of a plugin ``kind`` ("file" or "module") whose import raised ``exc``."""
+    what = f"plugin {kind} {name}"
+    if isinstance(exc, SyntaxError):
+        where = f"{exc.filename or name}:{exc.lineno}" if exc.lineno else str(exc.filename or name)
+        return PluginError(f"plugin file {where}: syntax error: {exc.msg}" if kind == "file"
+                           else f"{what}: {where}: syntax error: {exc.msg}")
+    if isinstance(exc, SystemExit):
+        return PluginError(f"{what} called sys.exit({exc.code!r}) while being imported; "
+                           "a plugin may not exit at import")
+    return PluginError(f"{what} failed to import: {describe_error(exc, name if kind == 'file' else None)}")
 
 
 def is_file_spec(spec: str | os.PathLike, suffix: str = ".py") -> bool:
@@ -578,6 +583,11 @@ def is_file_spec(spec: str | os.PathLike, suffix: str = ".py") -> bool:
     """
     spec = str(spec)
     return spec.endswith(suffix) or "/" in spec or "\\" in spec
+
+
+def shipped_key(path: Path, files: Mapping[str, bytes] | None) -> str | None:
+    """The key under which ``path`` was shipped with a job in ``files``, if it was."""
+    return next((k for k in (os.path.normpath(path), str(path.resolve())) if k in (files or {})), None)
 
 
 def resolve_plugin(spec: str, base: Path | None = None,
@@ -613,10 +623,9 @@ def resolve_plugin(spec: str, base: Path | None = None,
         path = Path(spec)
         if not path.is_absolute() and base is not None:
             path = base / path
-        if files:
-            for key in (os.path.normpath(path), str(path.resolve())):
-                if key in files:
-                    return _import_file(Path(key), files[key]), Source(key)
+        key = shipped_key(path, files)
+        if key:
+            return _import_file(Path(key), files[key]), Source(key)
         path = path.resolve()
         problem = plugin_file_problem(path)
         if not problem:
@@ -632,17 +641,10 @@ def resolve_plugin(spec: str, base: Path | None = None,
         raise PluginError(f"plugin {spec!r} is neither a .py file nor a module name")
     try:
         module = importlib.import_module(spec)
-    except ModuleNotFoundError as exc:
-        if exc.name and spec.startswith(exc.name):
+    except (Exception, SystemExit) as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name and spec.startswith(exc.name):
             raise PluginError(f"plugin module {spec!r} not found (give a .py path or an importable module)") from None
-        raise PluginError(f"plugin module {spec} failed to import: {describe_error(exc)}") from None
-    except SyntaxError as exc:
-        raise PluginError(f"plugin module {spec}: {exc.filename}:{exc.lineno}: syntax error: {exc.msg}") from None
-    except SystemExit as exc:
-        raise PluginError(f"plugin module {spec} called sys.exit({exc.code!r}) while being imported; "
-                          "a plugin may not exit at import") from None
-    except Exception as exc:
-        raise PluginError(f"plugin module {spec} failed to import: {describe_error(exc)}") from None
+        raise _import_error("module", spec, exc) from None
     return module, Source(spec, str(getattr(module, "__version__", "")))
 
 

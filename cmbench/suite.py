@@ -20,7 +20,7 @@ import tomllib
 from .components import Component
 from .errors import PluginError, SuiteError, UserError
 from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
-                      is_file_spec, load_plugins, plugin_file_problem)
+                      is_file_spec, load_plugins, plugin_file_problem, shipped_key)
 
 #: the largest suite seed: the cube stores it as a netCDF attribute of type int64
 MAX_SEED = 2 ** 63 - 1
@@ -471,13 +471,6 @@ class _Ctx:
     def at(self, key: str) -> "_Ctx":
         return _Ctx(self.path, f"{self.where}.{key}" if self.where else key, self.files)
 
-    def shipped(self, path: Path) -> str | None:
-        """The key under which ``path`` was shipped with a job, if it was."""
-        for key in (os.path.normpath(path), str(path.resolve())):
-            if key in self.files:
-                return key
-        return None
-
     def error(self, msg: str) -> SuiteError:
         return SuiteError(f"{self.path}: key '{self.where}': {msg}" if self.where else f"{self.path}: {msg}")
 
@@ -513,10 +506,8 @@ def _toml_location(raw: bytes, exc: Exception) -> str:
 
 
 def _type_name(t) -> str:
-    names = {str: "a string", int: "an integer", list: "an array", dict: "a table", float: "a number"}
-    if isinstance(t, tuple):
-        return " or ".join(names[x] for x in t)
-    return names[t]
+    names = {str: "a string", int: "an integer", list: "an array", dict: "a table"}
+    return " or ".join(names[x] for x in t) if isinstance(t, tuple) else names[t]
 
 
 def _check_keys(ctx: _Ctx, table: dict, allowed: dict, required: Sequence, what: str) -> None:
@@ -538,7 +529,7 @@ def _resolve_plugin_path(ctx: _Ctx, spec: Any, i: int) -> str:
     if is_file_spec(spec):
         path = Path(spec)
         path = path if path.is_absolute() else ctx.path.parent / path
-        shipped = ctx.shipped(path)
+        shipped = shipped_key(path, ctx.files)
         if shipped:
             return shipped
         if not path.is_file():
