@@ -34,7 +34,7 @@ from .components import Adversary, Component, Data, Dataset, Estimator, Metric, 
 from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
 from .plugins import (KINDS, SINGULAR, Registry, child_context, choices_hint, is_file_spec, load_plugins,
-                      resolve_plugin, watch_child)
+                      resolve_plugin, split_spec, watch_child)
 from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
 from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
 from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
@@ -159,25 +159,30 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
 def _same(a: Any, b: Any) -> bool:
     try:
         return bool(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True))
-    except (TypeError, ValueError):
-        return False
+    except (TypeError, ValueError):  # not numbers: another check fails them; equal reprs are the same
+        return repr(a) == repr(b)
 
 
 def _entry(decl: Component, params: dict) -> Entry:
     return Entry(label=decl.name, decl=decl, params=dict(params), source="cmbench check")
 
 
-def _twice(probe: Probe, fn: Callable, args: tuple, seed: int, /, **kwargs) -> _Call:
-    """Call twice with equal rngs (seeded with ``seed``) and different global states; record
-    modification and determinism."""
-    first = _call(fn, args, dict(rng=np.random.default_rng(seed), **kwargs), noise=1)
+def _twice(probe: Probe, fn: Callable, args: tuple, seed: Optional[int], /, same: str = SAME_RNG,
+           **kwargs) -> _Call:
+    """Call twice with different global states (and equal rngs seeded with ``seed``, none when
+    None); record modification, and a second result unlike the first as a failure of ``same``."""
+    def call(noise: int) -> _Call:
+        return _call(fn, args, {**({} if seed is None else {"rng": np.random.default_rng(seed)}), **kwargs}, noise)
+
+    first = call(1)
     if first.modified:
         probe.fail(UNMODIFIED, first.modified)
     if first.error or first.undefined:
         return first
-    second = _call(fn, args, dict(rng=np.random.default_rng(seed), **kwargs), noise=2)
+    second = call(2)
     if not second.error and not second.undefined and not _same(_array(first.value), _array(second.value)):
-        probe.fail(SAME_RNG, "two calls with equally seeded rngs gave different results")
+        probe.fail(same, "two calls with equally seeded rngs gave different results" if seed is not None
+                   else f"gave {first.value!r}, then {second.value!r}")
     return first
 
 
@@ -353,20 +358,14 @@ def probe_metric(decl: Metric, mu_hat: np.ndarray, data: Data, params: Optional[
     value_check, _, same_check = CHECKS["metrics"][:3]
     values = []
     for point in (np.asarray(mu_hat, dtype=float), np.array(data.mean, dtype=float)):
-        first = _call(decl.fn, (point, data), params, noise=1)
-        if first.modified:
-            probe.fail(UNMODIFIED, first.modified)
-        if _no_value(probe, first, value_check):
+        out = _twice(probe, decl.fn, (point, data), None, same_check, **params)
+        if _no_value(probe, out, value_check):
             return probe
         try:
-            value = float(first.value)
+            values.append(float(out.value))
         except (TypeError, ValueError):
-            probe.fail(value_check, f"returned {type(first.value).__name__} {first.value!r}, not a number")
+            probe.fail(value_check, f"returned {type(out.value).__name__} {out.value!r}, not a number")
             return probe
-        second = _call(decl.fn, (point, data), params, noise=2)
-        if not second.error and not _same(first.value, second.value):
-            probe.fail(same_check, f"gave {first.value!r}, then {second.value!r}")
-        values.append(value)
     at_mu, at_truth = values
     if not math.isnan(at_truth) and abs(at_truth) > 1e-9 * (1.0 + float(np.linalg.norm(data.mean))):
         probe.fail(value_check, f"{at_truth!r} at the true mean, expected 0")
@@ -553,11 +552,7 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
         return pool
     chosen = []
     for want in names:
-        kind_part, _, name = want.rpartition(":")
-        kinds = [k for k in KINDS if kind_part in ("", k, SINGULAR[k])]
-        if kind_part and not kinds:
-            raise UserError(f"unknown kind {kind_part!r} in {want!r}; "
-                            f"{choices_hint(kind_part, SINGULAR.values())}")
+        kinds, name = split_spec(want)
         hits = [(k, d) for k, d in pool if k in kinds and d.name == name]
         if not hits:
             where = f" in plugin {', '.join(plugins)}" if plugins else ""

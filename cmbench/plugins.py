@@ -704,6 +704,15 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
 
 # ------------------------------------------------------------------ describing components
 
+def split_spec(spec: str) -> tuple[list[str], str]:
+    """``NAME`` or ``KIND:NAME`` (a kind singular or plural) -> (the kinds it may name, NAME)."""
+    kind_part, _, name = spec.rpartition(":")
+    kinds = [k for k in KINDS if kind_part in ("", k, SINGULAR[k])]
+    if kind_part and not kinds:
+        raise PluginError(f"unknown kind {kind_part!r} in {spec!r}; {choices_hint(kind_part, SINGULAR.values())}")
+    return kinds, name
+
+
 def find_components(registry: Registry, spec: str) -> list[tuple[str, Component]]:
     """The components ``spec`` names: ``NAME`` (in every kind that has it) or ``KIND:NAME``.
 
@@ -723,10 +732,7 @@ def find_components(registry: Registry, spec: str) -> list[tuple[str, Component]
     PluginError
         An unknown kind, or no component of that name (with the close matches).
     """
-    kind_part, _, name = spec.rpartition(":")
-    kinds = [k for k in KINDS if kind_part in ("", k, SINGULAR[k])]
-    if kind_part and not kinds:
-        raise PluginError(f"unknown kind {kind_part!r} in {spec!r}; {choices_hint(kind_part, SINGULAR.values())}")
+    kinds, name = split_spec(spec)
     hits = [(k, registry.kind(k)[name]) for k in kinds if name in registry.kind(k)]
     if not hits:
         names = sorted({n for k in kinds for n in registry.kind(k)})
