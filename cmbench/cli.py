@@ -224,17 +224,16 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
               help="Also write the ranking and mean-error tables here, as CSV and LaTeX (booktabs).")
 def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     """Draw the PDF report of one or more results cubes (no rerun needed)."""
-    from .files import check_target
+    from .files import SUFFIXES, check_target
     from .report import write_report
 
-    inputs = [*cubes, *([baseline] if baseline is not None else [])]
-    check_target(output, inputs=inputs)  # first: writing over an input is the most telling refusal
     suffix = Path(output).suffix.lower()
-    kind = "html" if suffix in (".html", ".htm") else "pdf" if suffix == ".pdf" else None
+    kind = next((k for k in ("pdf", "html") if suffix in SUFFIXES[k]), None)
+    # writing over an input is the most telling refusal: check_target says it before the suffix
+    check_target(output, inputs=[*cubes, *([baseline] if baseline is not None else [])], kind=kind)
     if kind is None:
         raise UserError(f"{output}: a report is written as FILE.pdf or FILE.html (or .htm), "
                         f"not {suffix or '(no suffix)'!r}")
-    check_target(output, inputs=inputs, kind=kind)
     if kind == "html":
         from .report.render.html import write_html
 

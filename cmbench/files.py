@@ -42,21 +42,16 @@ def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
     data : its whole content.
     durable : sync the file to disk before the rename.
     """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replaced(path, prefix=f".{path.name}.", umask=False) as tmp, open(tmp, "wb") as f:
+        f.write(data)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 @contextmanager
-def replaced(path: Path, *, prefix: Optional[str] = None, suffix: str = ".tmp") -> Iterator[Path]:
+def replaced(path: Path, *, prefix: Optional[str] = None, suffix: str = ".tmp", umask: bool = True
+             ) -> Iterator[Path]:
     """A temporary file beside ``path`` that becomes ``path`` when the block ends without error.
 
     For outputs written by a library that wants a file name (netCDF, PDF,
@@ -68,6 +63,7 @@ def replaced(path: Path, *, prefix: Optional[str] = None, suffix: str = ".tmp") 
     ----------
     path : the output file; its folder must exist.
     prefix, suffix : of the temporary file's name (as `tempfile.mkstemp` takes them).
+    umask : give the file the umask's mode (False: the owner's only, as `atomic_write`'s cache entries).
 
     Yields
     ------
@@ -77,7 +73,8 @@ def replaced(path: Path, *, prefix: Optional[str] = None, suffix: str = ".tmp") 
     os.close(fd)
     try:
         yield Path(tmp)
-        follow_umask(tmp)
+        if umask:
+            follow_umask(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

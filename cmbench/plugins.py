@@ -45,15 +45,10 @@ from .version import __version__
 
 BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
                    "metrics")
-KINDS = {
-    "adversaries": (Adversary, "register_adversaries"),
-    "recoverers": (Recoverer, "register_recoverers"),
-    "estimators": (Estimator, "register_estimators"),
-    "datasets": (Dataset, "register_datasets"),
-    "metrics": (Metric, "register_metrics"),
-}
-SINGULAR = {"adversaries": "adversary", "recoverers": "recoverer", "estimators": "estimator",
-            "datasets": "dataset", "metrics": "metric"}
+#: each kind's declaration class and hook (`cmbench.hookspecs`)
+KINDS = {kind: (cls, f"register_{kind}") for kind, cls in (("adversaries", Adversary), ("recoverers", Recoverer),
+         ("estimators", Estimator), ("datasets", Dataset), ("metrics", Metric))}
+SINGULAR = {kind: cls.kind for kind, (cls, _) in KINDS.items()}
 #: the environment variable that turns entry-point plugins off (set to anything but empty or ``0``)
 AUTOLOAD_ENV = "CMBENCH_DISABLE_PLUGIN_AUTOLOAD"
 #: cube variables a metric may not be named after
