@@ -38,8 +38,7 @@ REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recov
 #: metrics every cube holds (reports read them), computed whether listed or not
 ALWAYS_METRICS = ("l2", "mahalanobis")
 #: the cube dimension of each kind of component a suite lists (its parameters are coordinates along it)
-PARAM_DIMS = {"datasets": "dataset", "adversaries": "adversary", "recoverers": "recoverer",
-              "estimators": "estimator"}
+PARAM_DIMS = {kind: SINGULAR[kind] for kind in ("datasets", "adversaries", "recoverers", "estimators")}
 
 #: Suite, experiment and component labels: they name files and folders (``<out>/<suite>/<experiment>.nc``),
 #: so a label is a plain file name that is the same on every file system: no separator, no leading dot
