@@ -277,15 +277,9 @@ def datasets(ctx, plugins) -> None:
     rows = []
     for row in status(load_plugins(plugins)):
         shape = "x".join(map(str, row["shape"])) if row.get("shape") else "?"
-        if row["present"] is None:
-            copy = "generated"
-        elif row.get("error"):
-            copy = "damaged"
-        else:
-            copy = row.get("copy") or "absent"
-        where = row["where"] if isinstance(row["where"], str) else ", ".join(map(str, row["where"] or []))
-        if row.get("error"):
-            where = row["error"]
+        error = row.get("error")  # a damaged copy: what is wrong with it stands where it is
+        copy = "generated" if row["present"] is None else "damaged" if error else row.get("copy") or "absent"
+        where = error or (row["where"] if isinstance(row["where"], str) else ", ".join(map(str, row["where"] or [])))
         rows.append((row["name"], shape, str(row.get("rank") or ""), copy, where))
     _table(("name", "shape", "rank", "data", "where"), rows)
 
