@@ -784,8 +784,9 @@ def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
     elif isinstance(decl, Recoverer):
         fields = {"modes": ", ".join(decl.modes), "needs structure": "yes" if decl.needs_structure else "no"}
     elif isinstance(decl, Dataset):
-        if decl.shape:
-            fields["shape"] = " x ".join(map(str, decl.shape))
+        shape = decl.shape_for()  # a shape callable: the size its parameters' defaults give
+        if shape:
+            fields["shape"] = " x ".join(map(str, shape)) + (" by default" if callable(decl.shape) else "")
         if decl.rank is not None:
             fields["rank"] = str(decl.rank)
         if decl.files:

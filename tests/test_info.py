@@ -67,6 +67,12 @@ def test_info_shows_choices_and_kind_fields():
     assert "  level: value" in adversary and "  mode: missing" in adversary
 
 
+def test_info_of_a_data_set_whose_shape_follows_its_parameters():
+    result = invoke("info", "dataset:gaussian")  # its shape is a callable: the defaults' size is shown
+    assert result.exit_code == 0, result.output
+    assert "  shape: 1000 x 10 by default" in result.output
+
+
 def test_a_name_in_two_kinds_shows_both_and_kind_name_picks_one(tmp_path):
     plugin = tmp_path / "twins.py"
     plugin.write_text(TWO_KINDS)
