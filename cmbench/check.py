@@ -339,12 +339,10 @@ def probe_dataset(decl: Dataset, seed: int, instance: int = 0, params: Optional[
             problem = f"raised {describe_error(exc, decl.fn)}"
     if problem:
         probe.fail(same_check, f"the second load {problem}")
-    else:
-        for name in ("X", "mean", "cov", "structure"):
-            a, b = getattr(data, name), getattr(again, name)
-            if (a is None) != (b is None) or (a is not None and not _same(a, b)):
-                probe.fail(same_check, f"two loads with equally seeded rngs gave different {name}")
-                break
+    else:  # (None is the same as None only)
+        differ = [n for n in ("X", "mean", "cov", "structure") if not _same(getattr(data, n), getattr(again, n))]
+        if differ:
+            probe.fail(same_check, f"two loads with equally seeded rngs gave different {differ[0]}")
     probe.value = data
     return probe
 

@@ -870,8 +870,6 @@ def _methods(ctx: _Ctx, value: dict, lists: dict) -> dict:
     methods = {}
     for label, pair in value.items():
         here = ctx.at(label)
-        if isinstance(pair, str) and "+" in pair:
-            pair = pair.split("+", 1)
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
             raise here.error(f"a method is [recoverer, estimator], e.g. [\"ithsvd\", \"mean\"]; got {pair!r}")
         for what, name, known in (("recoverer", pair[0], recs), ("estimator", pair[1], ests)):
