@@ -22,14 +22,9 @@ from .suite import Experiment, Suite
 KINDS = ("datasets", "adversaries", "recoverers", "estimators")
 
 
-def cell_name(dataset: str, adversary: str, recoverer: str, estimator: str) -> str:
-    """The name ``-k`` patterns are matched against."""
-    return f"{dataset}/{adversary}/{recoverer}/{estimator}"
-
-
 def matches(pattern: str, labels: Sequence[str]) -> bool:
     """Whether ``pattern`` selects the cell with these four labels."""
-    name = cell_name(*labels)
+    name = "/".join(labels)  # the cell's name
     if any(c in pattern for c in "*?["):
         return fnmatch.fnmatchcase(name, pattern) or any(fnmatch.fnmatchcase(x, pattern) for x in labels)
     return pattern in name
