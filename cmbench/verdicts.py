@@ -284,26 +284,9 @@ def claims_of(ds: xr.Dataset) -> list[dict]:
     return list(attr_json(ds, "claims", []))
 
 
-#: verdicts by the content digest of the cube they were evaluated on (the last few cubes)
-_EVALUATED: dict[str, list[Verdict]] = {}
-_KEEP = 16
-
-
-def evaluate_cube(ds: xr.Dataset, digest: str | None = None) -> list[Verdict]:
-    """Every claim recorded in the cube, evaluated on it.
-
-    ``digest``: the cube's content digest (`cmbench.stamps.content_digest`,
-    which a run gives with its cubes). Verdicts are a function of the content, so
-    a cube whose digest was evaluated before in this process (the terminal's
-    table, the report's page) is not evaluated again.
-    """
-    if digest is None:
-        return [evaluate(ds, c) for c in claims_of(ds)]
-    if digest not in _EVALUATED:
-        while len(_EVALUATED) >= _KEEP:
-            _EVALUATED.pop(next(iter(_EVALUATED)))
-        _EVALUATED[digest] = [evaluate(ds, c) for c in claims_of(ds)]
-    return list(_EVALUATED[digest])
+def evaluate_cube(ds: xr.Dataset) -> list[Verdict]:
+    """Every claim recorded in the cube, evaluated on it."""
+    return [evaluate(ds, c) for c in claims_of(ds)]
 
 
 def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[str]],

@@ -43,7 +43,6 @@ class Cube:
     source : the file it came from, or ``"<dataset N>"`` for an in-memory one.
     methods : label -> (recoverer, estimator), in suite order.
     metrics : error variables to plot, in order.
-    digest : the cube's content digest, when a run gave it (`cmbench.verdicts.evaluate_cube`).
     """
 
     ds: xr.Dataset
@@ -55,7 +54,6 @@ class Cube:
     adversaries_info: dict[str, dict[str, Any]]
     plugins: list[dict[str, Any]]
     attrs: dict[str, Any] = field(default_factory=dict)
-    digest: str | None = None  # the content digest a run gave with the cube (shares the claims' verdicts)
     # per-method views already built (`by_method`, `ok_values`): every page reads them; read-only
     _views: dict = field(default_factory=dict, repr=False, compare=False)
 
