@@ -157,6 +157,43 @@ def attr_json(attrs: "Mapping[str, Any] | xr.Dataset", key: str, default: Any = 
         raise UserError(f"{source}: attribute {key!r} is not valid JSON ({exc})") from exc
 
 
+def decoded(values: np.ndarray) -> np.ndarray:
+    """Bytes (netCDF char arrays) as str, in an object array; any other array as it is."""
+    values = np.asarray(values)
+    if values.dtype.kind == "S" or (values.dtype == object and values.size and isinstance(values.flat[0], bytes)):
+        return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v), otypes=[object])(values)
+    return values
+
+
+def methods(ds: "xr.Dataset", source: str) -> dict[str, tuple[str, str]]:
+    """The suite's method labels (attribute ``methods``: label -> [recoverer, estimator]), in
+    suite order; for a cube without them, every pair, named ``recoverer+estimator``.
+
+    Raises
+    ------
+    UserError
+        The attribute is not JSON, not a table of pairs, or names a recoverer or
+        an estimator the cube lacks; the message names ``source``.
+    """
+    recs = [str(r) for r in decoded(ds["recoverer"].values)]
+    ests = [str(e) for e in decoded(ds["estimator"].values)]
+    given = attr_json(ds, "methods", {}, source) or {}
+    if not given:
+        return {f"{r}+{e}": (r, e) for r in recs for e in ests}
+    if not isinstance(given, dict):
+        raise UserError(f"{source}: attribute 'methods' is not a table of label -> [recoverer, estimator]")
+    out = {}
+    for label, pair in given.items():
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise UserError(f"{source}: method {label!r} in attribute 'methods' is not [recoverer, estimator]")
+        for kind, name, names in (("recoverer", str(pair[0]), recs), ("estimator", str(pair[1]), ests)):
+            if name not in names:
+                raise UserError(f"{source}: method {label!r} uses {kind} {name!r}, "
+                                f"which the cube lacks (has {', '.join(names)})")
+        out[str(label)] = (str(pair[0]), str(pair[1]))
+    return out
+
+
 # ---------------------------------------------------------------- checking
 def check(ds: "xr.Dataset", source: str) -> None:
     """Refuse what is not a results cube this cmbench can read.

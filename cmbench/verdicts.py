@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .cube import OK, attr_json
+from .cube import OK, attr_json, methods as cube_methods
 from .plugins import choices_hint
 
 if TYPE_CHECKING:  # a suite's claims are parsed at load, evaluated on cubes later: xarray only then
@@ -356,8 +356,7 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
     """
     claim = dict(claim)
     experiment = str(ds.attrs.get("experiment", ""))
-    methods = {k: tuple(v) for k, v in attr_json(ds, "methods", {}).items()} or {
-        f"{r}+{e}": (str(r), str(e)) for r in ds["recoverer"].values for e in ds["estimator"].values}
+    methods = cube_methods(ds, f"cube {experiment!r}")
     infos = attr_json(ds, "datasets_info", {})
     adv_info = attr_json(ds, "adversaries_info", {})
     labels = (claim["better"] + claim["worse"] if claim["kind"] == "beats"

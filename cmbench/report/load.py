@@ -244,7 +244,7 @@ def _check(ds: xr.Dataset, source: str) -> Cube:
     for dim in ("dataset", "adversary", "recoverer", "estimator"):
         ds = ds.assign_coords({dim: _text(ds[dim].values)})
     attrs = dict(ds.attrs)
-    methods = _methods(attrs, ds, source)
+    methods = cube.methods(ds, source)
     metrics = attr_json(attrs, "metrics", None, source)
     if metrics is None:  # older cube: plot what has values
         metrics = [m for m in ("mahalanobis", "l2") if bool(np.isfinite(ds[m].values).any())]
@@ -269,32 +269,4 @@ def _check(ds: xr.Dataset, source: str) -> Cube:
 
 def _text(values: np.ndarray) -> np.ndarray:
     """Labels as str, whether stored as str, object or bytes (netCDF char arrays)."""
-    values = np.asarray(values)
-    if values.dtype.kind == "S" or (values.dtype == object and values.size
-                                    and isinstance(values.flat[0], bytes)):
-        return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v),
-                            otypes=[str])(values)
-    return values.astype(str)
-
-
-def _methods(attrs: Mapping[str, Any], ds: xr.Dataset, source: str) -> dict[str, tuple[str, str]]:
-    """The suite's method labels, else every (recoverer, estimator) pair."""
-    given = attr_json(attrs, "methods", {}, source) or {}
-    recs = [str(r) for r in ds["recoverer"].values]
-    ests = [str(e) for e in ds["estimator"].values]
-    if not given:
-        return {f"{r}+{e}": (r, e) for r in recs for e in ests}
-    out = {}
-    for label, pair in given.items():
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise UserError(f"{source}: method {label!r} in attribute 'methods' is not "
-                            f"[recoverer, estimator]")
-        rec, est = str(pair[0]), str(pair[1])
-        if rec not in recs:
-            raise UserError(f"{source}: method {label!r} uses recoverer {rec!r}, "
-                            f"which the cube lacks (has {', '.join(recs)})")
-        if est not in ests:
-            raise UserError(f"{source}: method {label!r} uses estimator {est!r}, "
-                            f"which the cube lacks (has {', '.join(ests)})")
-        out[str(label)] = (rec, est)
-    return out
+    return cube.decoded(values).astype(str)
