@@ -84,6 +84,10 @@ RANGE_KEYS = ("above", "from", "below", "to")
 #: the keys that do not apply to each kind of claim, and its name in that message
 INAPPLICABLE = {"beats": ("rtol",), "same": ("factor", "peak"), "bound": ("factor", "peak", "rtol")}
 KIND_NAMES = {"beats": "better/worse claim", "same": "same claim", "bound": "bound claim (methods, below)"}
+#: a claim's number keys: default, whether a value is valid, and what it must be (for the message)
+NUMBERS = {"factor": (1.0, lambda v: v >= 1.0, "a factor is a number >= 1"),
+           "peak": (None, lambda v: v >= 1.0, "a peak factor is a number >= 1"),
+           "rtol": (0.05, lambda v: 0.0 <= v < 1.0, "a relative tolerance is in [0, 1)")}
 #: budget symbol per adversary level, in plain text (the paper's A1, A2, A3)
 LEVEL_SYMBOL = {"sample": "epsilon", "value": "rho", "coordinate": "alpha"}
 HOLDS, FAILS, NO_DATA = "holds", "fails", "no data"
@@ -196,16 +200,11 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
         raise error(f"{where}.metric", f"metric {metric!r} is not among this experiment's metrics; "
                                        f"{choices_hint(metric, metrics)}")
     claim["metric"] = metric
-    factor = float(table.get("factor", 1.0))
-    if not (math.isfinite(factor) and factor >= 1.0):
-        raise error(f"{where}.factor", f"a factor is a number >= 1, got {table.get('factor')!r}")
-    peak = table.get("peak")
-    if peak is not None and not (math.isfinite(peak) and peak >= 1.0):
-        raise error(f"{where}.peak", f"a peak factor is a number >= 1, got {peak!r}")
-    rtol = float(table.get("rtol", 0.05))
-    if not (math.isfinite(rtol) and 0.0 <= rtol < 1.0):
-        raise error(f"{where}.rtol", f"a relative tolerance is in [0, 1), got {table.get('rtol')!r}")
-    claim.update(factor=factor, peak=None if peak is None else float(peak), rtol=rtol)
+    for key, (default, valid, what) in NUMBERS.items():
+        value = table.get(key, default)
+        if value is not None and not (math.isfinite(value) and valid(value)):
+            raise error(f"{where}.{key}", f"{what}, got {value!r}")
+        claim[key] = None if value is None else float(value)
     claim["budgets"] = _parse_budgets(table.get("budgets", {}), f"{where}.budgets", error,
                                       claim["datasets"], threshold_keys)
     return claim
