@@ -71,22 +71,19 @@ def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | 
     if missing:
         raise UserError(f"{_name(ds, cube)}: not a results cube: it lacks dimension(s) "
                         f"{', '.join(missing)}")
-    shape = tuple(ds.sizes[d] for d in cubes.DIMS)
-    grids = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
-    columns: dict[str, np.ndarray] = {}
-    columns["experiment"] = np.full(int(np.prod(shape)), str(ds.attrs.get("experiment", "")), dtype=object)
-    for dim, idx in zip(cubes.DIMS, grids):
-        columns[dim] = _plain(np.asarray(ds[dim].values))[idx.ravel()]
-    columns["method"] = _method_labels(ds, _name(ds, cube))[grids[4].ravel(), grids[5].ravel()]
-    params = [cubes.param_name(dim, p) for dim, ps in cubes.params_of(ds).items() for p in ps]
-    for name in [*params, *_variables(ds)]:  # a parameter coordinate is a variable along its dim
-        da = ds[name]
-        order = [d for d in cubes.DIMS if d in da.dims]
-        values = _plain(np.asarray(da.transpose(*order).values))
-        idx = tuple(grids[cubes.DIMS.index(d)].ravel() for d in order)
-        column = values[idx] if order else np.full(len(columns["method"]), values.item())
-        columns[f"p_{name}" if name in params else name] = column
-    return pd.DataFrame(columns)
+    params = {cubes.param_name(dim, p): f"p_{cubes.param_name(dim, p)}"
+              for dim, ps in cubes.params_of(ds).items() for p in ps}
+    names = _variables(ds)
+    other = [c for c in ds.coords if c not in cubes.DIMS and c not in params]
+    # xarray repeats a variable over the dims it lacks; rows in C order, estimator fastest
+    df = ds[names].drop_vars(other, errors="ignore").to_dataframe(dim_order=list(cubes.DIMS)).reset_index()
+    df = df[[*cubes.DIMS, *params, *names]].rename(columns=params)
+    for col in df.columns[df.dtypes == object]:  # bytes (netCDF char arrays) as str
+        df[col] = cubes.decoded(df[col].to_numpy())
+    labels = _method_labels(ds, _name(ds, cube)).ravel()
+    df.insert(0, "experiment", str(ds.attrs.get("experiment", "")))
+    df.insert(7, "method", np.tile(labels, len(df) // max(labels.size, 1)))
+    return df
 
 
 def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
@@ -216,12 +213,6 @@ def _method_labels(ds: xr.Dataset, source: str) -> np.ndarray:
     for i, j in zip(*np.nonzero(labels == "")):
         labels[i, j] = f"{recs[i]}+{ests[j]}"
     return labels
-
-
-def _plain(values: np.ndarray) -> np.ndarray:
-    """Bytes (netCDF char arrays) and str as str objects; everything else unchanged."""
-    values = cubes.decoded(values)
-    return values.astype(object) if values.dtype.kind == "U" else values
 
 
 def _name(ds: xr.Dataset, src) -> str:
