@@ -507,13 +507,6 @@ TABLE_FORMAT = "cmbench-table/1"
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same arrays give the same bytes
 
 
-def _index_dtype(count: int) -> np.dtype:
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if count <= np.iinfo(dtype).max + 1:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
-
-
 def _encode_column(col: np.ndarray) -> dict[str, np.ndarray]:
     """A float64 column as its raw values, or as distinct values and an index when that is smaller.
 
@@ -522,7 +515,7 @@ def _encode_column(col: np.ndarray) -> dict[str, np.ndarray]:
     """
     bits = np.ascontiguousarray(col, dtype=np.float64).view(np.uint64)
     values, index = np.unique(bits, return_inverse=True)
-    itype = _index_dtype(values.size)
+    itype = np.min_scalar_type(max(values.size - 1, 0))  # the smallest unsigned type that indexes them
     if values.size * 8 + bits.size * itype.itemsize < bits.size * 8 // 2:
         return {"values": values.view(np.float64), "index": index.reshape(-1).astype(itype)}
     return {"raw": bits.view(np.float64)}
