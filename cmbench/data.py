@@ -346,13 +346,12 @@ def require(dataset: Dataset) -> Path:
     """
     if not dataset.files:
         raise DataError(f"data set {dataset.name} declares no data files (generated data needs none)")
-    found = locate(dataset)
-    if found is not None:
-        return found
-    shipped = _shipped(dataset)
-    if shipped is not None:
-        return shipped
-    return _fetch_or_explain(dataset)
+    return _present(dataset) or _fetch_or_explain(dataset)
+
+
+def _present(dataset: Dataset) -> Optional[Path]:
+    """The source folder (`locate`), else the installed shipped table, else None: nothing is downloaded."""
+    return locate(dataset) or _shipped(dataset)
 
 
 def _fetch_or_explain(dataset: Dataset) -> Path:
@@ -777,13 +776,12 @@ def status(registry: Any) -> list[dict]:
                "where": None, "error": None}
         if ds.files:
             try:
-                found = locate(ds)
+                found = _present(ds)
             except DataError as exc:
                 found, row["error"] = None, str(exc)
-            shipped = _shipped(ds) if found is None and row["error"] is None else None
-            row["present"] = found is not None or shipped is not None
-            if row["present"]:
-                row["copy"], row["where"] = "source files" if found else "shipped table", str(found or shipped)
+            row["present"] = found is not None
+            if found is not None:
+                row["copy"], row["where"] = "source files" if found.is_dir() else "shipped table", str(found)
             else:
                 row["where"] = [str(base / ds.folder) for base in data_dirs()]
         rows.append(row)
