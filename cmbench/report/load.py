@@ -239,10 +239,10 @@ def environment_attr(attrs: Mapping[str, Any]) -> Any:
 def _check(ds: xr.Dataset, source: str) -> Cube:
     cube.check(ds, source)
     ds = ds.transpose(*DIMS)
-    ds = ds.assign(status=(DIMS, _text(ds["status"].values)),
-                   error=(DIMS, _text(ds["error"].fillna("").values)))
+    ds = ds.assign(status=(DIMS, cube.decoded(ds["status"].values).astype(str)),
+                   error=(DIMS, cube.decoded(ds["error"].fillna("").values).astype(str)))
     for dim in ("dataset", "adversary", "recoverer", "estimator"):
-        ds = ds.assign_coords({dim: _text(ds[dim].values)})
+        ds = ds.assign_coords({dim: cube.decoded(ds[dim].values).astype(str)})
     attrs = dict(ds.attrs)
     methods = cube.methods(ds, source)
     metrics = attr_json(attrs, "metrics", None, source)
@@ -265,8 +265,3 @@ def _check(ds: xr.Dataset, source: str) -> Cube:
                 metrics=list(metrics), datasets_info=dict(datasets_info or {}),
                 adversaries_info=dict(adversaries_info or {}), plugins=list(plugins or []),
                 attrs=attrs)
-
-
-def _text(values: np.ndarray) -> np.ndarray:
-    """Labels as str, whether stored as str, object or bytes (netCDF char arrays)."""
-    return cube.decoded(values).astype(str)
