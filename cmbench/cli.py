@@ -204,8 +204,7 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     if report:
         name = suite_name + ("-slice" if sliced else "")
         click.echo(f"report: {Path(out) / (name + '.pdf')}, {Path(out) / (name + '.html')}")
-    digests = {Path(c).stem: d for c, d in zip(stats.outputs.cubes, stats.outputs.digests)} if stats.outputs else {}
-    _print_claims(cubes, digests)
+    _print_claims(cubes)
     if failed:
         click.echo(f"{len(failed)} cells failed or timed out:", err=True)
         by_error = collections.Counter(row["error"] for row in failed)
@@ -347,17 +346,15 @@ def derive(plugins, name, out) -> None:
         click.echo(f"{decl.name}: {data.derive_table(decl, out)}")
 
 
-def _print_claims(cubes, digests=None) -> None:
+def _print_claims(cubes) -> None:
     """The verdicts of the suite's claims, as the report's claims page gives them: per
     claim its experiment and id, verdict and place in the paper, then the statement and
-    the measured numbers. ``digests`` (experiment -> content digest): verdicts the
-    report already evaluated on the same cube are reused."""
+    the measured numbers."""
     import textwrap
 
     from . import verdicts as claims
 
-    digests = digests or {}
-    verdicts = [v for name, ds in cubes.items() for v in claims.evaluate_cube(ds, digests.get(name))]
+    verdicts = [v for ds in cubes.values() for v in claims.evaluate_cube(ds)]
     if not verdicts:
         return
     click.echo(f"\n{claims.title(verdicts)}:")

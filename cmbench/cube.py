@@ -157,6 +157,43 @@ def attr_json(attrs: "Mapping[str, Any] | xr.Dataset", key: str, default: Any = 
         raise UserError(f"{source}: attribute {key!r} is not valid JSON ({exc})") from exc
 
 
+def decoded(values: np.ndarray) -> np.ndarray:
+    """Bytes (netCDF char arrays) as str, in an object array; any other array as it is."""
+    values = np.asarray(values)
+    if values.dtype.kind == "S" or (values.dtype == object and values.size and isinstance(values.flat[0], bytes)):
+        return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v), otypes=[object])(values)
+    return values
+
+
+def methods(ds: "xr.Dataset", source: str) -> dict[str, tuple[str, str]]:
+    """The suite's method labels (attribute ``methods``: label -> [recoverer, estimator]), in
+    suite order; for a cube without them, every pair, named ``recoverer+estimator``.
+
+    Raises
+    ------
+    UserError
+        The attribute is not JSON, not a table of pairs, or names a recoverer or
+        an estimator the cube lacks; the message names ``source``.
+    """
+    recs = [str(r) for r in decoded(ds["recoverer"].values)]
+    ests = [str(e) for e in decoded(ds["estimator"].values)]
+    given = attr_json(ds, "methods", {}, source) or {}
+    if not given:
+        return {f"{r}+{e}": (r, e) for r in recs for e in ests}
+    if not isinstance(given, dict):
+        raise UserError(f"{source}: attribute 'methods' is not a table of label -> [recoverer, estimator]")
+    out = {}
+    for label, pair in given.items():
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise UserError(f"{source}: method {label!r} in attribute 'methods' is not [recoverer, estimator]")
+        for kind, name, names in (("recoverer", str(pair[0]), recs), ("estimator", str(pair[1]), ests)):
+            if name not in names:
+                raise UserError(f"{source}: method {label!r} uses {kind} {name!r}, "
+                                f"which the cube lacks (has {', '.join(names)})")
+        out[str(label)] = (str(pair[0]), str(pair[1]))
+    return out
+
+
 # ---------------------------------------------------------------- checking
 def check(ds: "xr.Dataset", source: str) -> None:
     """Refuse what is not a results cube this cmbench can read.
@@ -304,6 +341,7 @@ def params_of(ds: "xr.Dataset") -> dict[str, list[str]]:
     return {dim: out[dim] for dim in PARAM_DIMS if dim in out}  # in the cube's dim order
 
 
+@functools.lru_cache(maxsize=1)
 def environment() -> dict:
     """What computed the numbers: Python, numpy, scipy, the BLAS and the CPU.
 
@@ -314,14 +352,9 @@ def environment() -> dict:
     -------
     dict of strings: ``python``, ``numpy``, ``scipy``, ``blas`` (each library
     threadpoolctl finds: its API, version, kernel architecture and threading
-    layer), ``cpu`` (model name and logical cores), ``platform``.
+    layer), ``cpu`` (model name and logical cores), ``platform``. Computed once per process
+    (listing the BLAS libraries walks every shared object loaded): do not modify it.
     """
-    return dict(_environment())
-
-
-@functools.lru_cache(maxsize=1)
-def _environment() -> dict:
-    # once per process: listing the BLAS libraries walks every shared object loaded
     import sys
 
     import scipy

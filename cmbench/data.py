@@ -346,13 +346,12 @@ def require(dataset: Dataset) -> Path:
     """
     if not dataset.files:
         raise DataError(f"data set {dataset.name} declares no data files (generated data needs none)")
-    found = locate(dataset)
-    if found is not None:
-        return found
-    shipped = _shipped(dataset)
-    if shipped is not None:
-        return shipped
-    return _fetch_or_explain(dataset)
+    return _present(dataset) or _fetch_or_explain(dataset)
+
+
+def _present(dataset: Dataset) -> Optional[Path]:
+    """The source folder (`locate`), else the installed shipped table, else None: nothing is downloaded."""
+    return locate(dataset) or _shipped(dataset)
 
 
 def _fetch_or_explain(dataset: Dataset) -> Path:
@@ -507,13 +506,6 @@ TABLE_FORMAT = "cmbench-table/1"
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed zip timestamps: the same arrays give the same bytes
 
 
-def _index_dtype(count: int) -> np.dtype:
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if count <= np.iinfo(dtype).max + 1:
-            return np.dtype(dtype)
-    return np.dtype(np.uint64)
-
-
 def _encode_column(col: np.ndarray) -> dict[str, np.ndarray]:
     """A float64 column as its raw values, or as distinct values and an index when that is smaller.
 
@@ -522,7 +514,7 @@ def _encode_column(col: np.ndarray) -> dict[str, np.ndarray]:
     """
     bits = np.ascontiguousarray(col, dtype=np.float64).view(np.uint64)
     values, index = np.unique(bits, return_inverse=True)
-    itype = _index_dtype(values.size)
+    itype = np.min_scalar_type(max(values.size - 1, 0))  # the smallest unsigned type that indexes them
     if values.size * 8 + bits.size * itype.itemsize < bits.size * 8 // 2:
         return {"values": values.view(np.float64), "index": index.reshape(-1).astype(itype)}
     return {"raw": bits.view(np.float64)}
@@ -784,13 +776,12 @@ def status(registry: Any) -> list[dict]:
                "where": None, "error": None}
         if ds.files:
             try:
-                found = locate(ds)
+                found = _present(ds)
             except DataError as exc:
                 found, row["error"] = None, str(exc)
-            shipped = _shipped(ds) if found is None and row["error"] is None else None
-            row["present"] = found is not None or shipped is not None
-            if row["present"]:
-                row["copy"], row["where"] = "source files" if found else "shipped table", str(found or shipped)
+            row["present"] = found is not None
+            if found is not None:
+                row["copy"], row["where"] = "source files" if found.is_dir() else "shipped table", str(found)
             else:
                 row["where"] = [str(base / ds.folder) for base in data_dirs()]
         rows.append(row)

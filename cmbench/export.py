@@ -71,22 +71,19 @@ def to_frame(cube: "xr.Dataset | str | os.PathLike | Mapping[str, xr.Dataset] | 
     if missing:
         raise UserError(f"{_name(ds, cube)}: not a results cube: it lacks dimension(s) "
                         f"{', '.join(missing)}")
-    shape = tuple(ds.sizes[d] for d in cubes.DIMS)
-    grids = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
-    columns: dict[str, np.ndarray] = {}
-    columns["experiment"] = np.full(int(np.prod(shape)), str(ds.attrs.get("experiment", "")), dtype=object)
-    for dim, idx in zip(cubes.DIMS, grids):
-        columns[dim] = _plain(np.asarray(ds[dim].values))[idx.ravel()]
-    columns["method"] = _method_labels(ds)[grids[4].ravel(), grids[5].ravel()]
-    params = [cubes.param_name(dim, p) for dim, ps in cubes.params_of(ds).items() for p in ps]
-    for name in [*params, *_variables(ds)]:  # a parameter coordinate is a variable along its dim
-        da = ds[name]
-        order = [d for d in cubes.DIMS if d in da.dims]
-        values = _plain(np.asarray(da.transpose(*order).values))
-        idx = tuple(grids[cubes.DIMS.index(d)].ravel() for d in order)
-        column = values[idx] if order else np.full(len(columns["method"]), values.item())
-        columns[f"p_{name}" if name in params else name] = column
-    return pd.DataFrame(columns)
+    params = {cubes.param_name(dim, p): f"p_{cubes.param_name(dim, p)}"
+              for dim, ps in cubes.params_of(ds).items() for p in ps}
+    names = _variables(ds)
+    other = [c for c in ds.coords if c not in cubes.DIMS and c not in params]
+    # xarray repeats a variable over the dims it lacks; rows in C order, estimator fastest
+    df = ds[names].drop_vars(other, errors="ignore").to_dataframe(dim_order=list(cubes.DIMS)).reset_index()
+    df = df[[*cubes.DIMS, *params, *names]].rename(columns=params)
+    for col in df.columns[df.dtypes == object]:  # bytes (netCDF char arrays) as str
+        df[col] = cubes.decoded(df[col].to_numpy())
+    labels = _method_labels(ds, _name(ds, cube)).ravel()
+    df.insert(0, "experiment", str(ds.attrs.get("experiment", "")))
+    df.insert(7, "method", np.tile(labels, len(df) // max(labels.size, 1)))
+    return df
 
 
 def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
@@ -109,7 +106,7 @@ def frames(sources: Iterable[xr.Dataset | str | os.PathLike]) -> pd.DataFrame:
             if any(os.path.samefile(src, other) for other in seen):
                 raise UserError(f"{src}: the same cube is given twice; its rows would be duplicated")
             seen.append(src)
-        _check_methods(ds, _name(ds, src))
+        cubes.methods(ds, _name(ds, src))  # refused in the words the report uses
         parts.append(to_frame(ds))
         suites.append(str(ds.attrs.get("suite", "")))
         names.append(str(src) if not isinstance(src, xr.Dataset) else f"cube {i + 1}")
@@ -205,42 +202,17 @@ def _variables(ds: xr.Dataset) -> list[str]:
     return head + [v for v in fits if v not in head]
 
 
-def _method_labels(ds: xr.Dataset) -> np.ndarray:
+def _method_labels(ds: xr.Dataset, source: str) -> np.ndarray:
     """(recoverer, estimator) -> the suite's method label(s), as a 2-D object array."""
-    recs = [str(r) for r in _plain(np.asarray(ds["recoverer"].values))]
-    ests = [str(e) for e in _plain(np.asarray(ds["estimator"].values))]
+    recs = [str(r) for r in cubes.decoded(ds["recoverer"].values)]
+    ests = [str(e) for e in cubes.decoded(ds["estimator"].values)]
     labels = np.full((len(recs), len(ests)), "", dtype=object)
-    methods = cubes.attr_json(ds, "methods", {}) or {}
-    for label, pair in methods.items():
-        if isinstance(pair, (list, tuple)) and len(pair) == 2 and pair[0] in recs and pair[1] in ests:
-            i, j = recs.index(pair[0]), ests.index(pair[1])
-            labels[i, j] = f"{labels[i, j]}, {label}" if labels[i, j] else str(label)
-    for i, r in enumerate(recs):  # a pair the suite names no method for: as claims name it
-        for j, e in enumerate(ests):
-            if not labels[i, j]:
-                labels[i, j] = f"{r}+{e}"
+    for label, (r, e) in cubes.methods(ds, source).items():  # a pair the suite names none: as claims name it
+        i, j = recs.index(r), ests.index(e)
+        labels[i, j] = f"{labels[i, j]}, {label}" if labels[i, j] else label
+    for i, j in zip(*np.nonzero(labels == "")):
+        labels[i, j] = f"{recs[i]}+{ests[j]}"
     return labels
-
-
-def _plain(values: np.ndarray) -> np.ndarray:
-    """Bytes (netCDF char arrays) as str; everything else unchanged."""
-    if values.dtype.kind == "S" or (values.dtype == object and values.size
-                                    and isinstance(values.flat[0], bytes)):
-        return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v),
-                            otypes=[object])(values)
-    if values.dtype.kind == "U":
-        return values.astype(object)
-    return values
-
-
-def _check_methods(ds: xr.Dataset, source: str) -> None:
-    """Refuse a cube whose ``methods`` attribute is malformed, in the words the report uses."""
-    methods = cubes.attr_json(ds, "methods", {}, source) or {}
-    if not isinstance(methods, dict):
-        raise UserError(f"{source}: attribute 'methods' is not a table of label -> [recoverer, estimator]")
-    for label, pair in methods.items():
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise UserError(f"{source}: method {label!r} in attribute 'methods' is not [recoverer, estimator]")
 
 
 def _name(ds: xr.Dataset, src) -> str:

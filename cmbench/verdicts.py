@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .cube import OK, attr_json
+from .cube import OK, attr_json, methods as cube_methods
 from .plugins import choices_hint
 
 if TYPE_CHECKING:  # a suite's claims are parsed at load, evaluated on cubes later: xarray only then
@@ -84,6 +84,10 @@ RANGE_KEYS = ("above", "from", "below", "to")
 #: the keys that do not apply to each kind of claim, and its name in that message
 INAPPLICABLE = {"beats": ("rtol",), "same": ("factor", "peak"), "bound": ("factor", "peak", "rtol")}
 KIND_NAMES = {"beats": "better/worse claim", "same": "same claim", "bound": "bound claim (methods, below)"}
+#: a claim's number keys: default, whether a value is valid, and what it must be (for the message)
+NUMBERS = {"factor": (1.0, lambda v: v >= 1.0, "a factor is a number >= 1"),
+           "peak": (None, lambda v: v >= 1.0, "a peak factor is a number >= 1"),
+           "rtol": (0.05, lambda v: 0.0 <= v < 1.0, "a relative tolerance is in [0, 1)")}
 #: budget symbol per adversary level, in plain text (the paper's A1, A2, A3)
 LEVEL_SYMBOL = {"sample": "epsilon", "value": "rho", "coordinate": "alpha"}
 HOLDS, FAILS, NO_DATA = "holds", "fails", "no data"
@@ -196,16 +200,11 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
         raise error(f"{where}.metric", f"metric {metric!r} is not among this experiment's metrics; "
                                        f"{choices_hint(metric, metrics)}")
     claim["metric"] = metric
-    factor = float(table.get("factor", 1.0))
-    if not (math.isfinite(factor) and factor >= 1.0):
-        raise error(f"{where}.factor", f"a factor is a number >= 1, got {table.get('factor')!r}")
-    peak = table.get("peak")
-    if peak is not None and not (math.isfinite(peak) and peak >= 1.0):
-        raise error(f"{where}.peak", f"a peak factor is a number >= 1, got {peak!r}")
-    rtol = float(table.get("rtol", 0.05))
-    if not (math.isfinite(rtol) and 0.0 <= rtol < 1.0):
-        raise error(f"{where}.rtol", f"a relative tolerance is in [0, 1), got {table.get('rtol')!r}")
-    claim.update(factor=factor, peak=None if peak is None else float(peak), rtol=rtol)
+    for key, (default, valid, what) in NUMBERS.items():
+        value = table.get(key, default)
+        if value is not None and not (math.isfinite(value) and valid(value)):
+            raise error(f"{where}.{key}", f"{what}, got {value!r}")
+        claim[key] = None if value is None else float(value)
     claim["budgets"] = _parse_budgets(table.get("budgets", {}), f"{where}.budgets", error,
                                       claim["datasets"], threshold_keys)
     return claim
@@ -284,26 +283,9 @@ def claims_of(ds: xr.Dataset) -> list[dict]:
     return list(attr_json(ds, "claims", []))
 
 
-#: verdicts by the content digest of the cube they were evaluated on (the last few cubes)
-_EVALUATED: dict[str, list[Verdict]] = {}
-_KEEP = 16
-
-
-def evaluate_cube(ds: xr.Dataset, digest: str | None = None) -> list[Verdict]:
-    """Every claim recorded in the cube, evaluated on it.
-
-    ``digest``: the cube's content digest (`cmbench.stamps.content_digest`,
-    which a run gives with its cubes). Verdicts are a function of the content, so
-    a cube whose digest was evaluated before in this process (the terminal's
-    table, the report's page) is not evaluated again.
-    """
-    if digest is None:
-        return [evaluate(ds, c) for c in claims_of(ds)]
-    if digest not in _EVALUATED:
-        while len(_EVALUATED) >= _KEEP:
-            _EVALUATED.pop(next(iter(_EVALUATED)))
-        _EVALUATED[digest] = [evaluate(ds, c) for c in claims_of(ds)]
-    return list(_EVALUATED[digest])
+def evaluate_cube(ds: xr.Dataset) -> list[Verdict]:
+    """Every claim recorded in the cube, evaluated on it."""
+    return [evaluate(ds, c) for c in claims_of(ds)]
 
 
 def method_errors(ds: xr.Dataset, metric: str, methods: Mapping[str, Sequence[str]],
@@ -373,8 +355,7 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
     """
     claim = dict(claim)
     experiment = str(ds.attrs.get("experiment", ""))
-    methods = {k: tuple(v) for k, v in attr_json(ds, "methods", {}).items()} or {
-        f"{r}+{e}": (str(r), str(e)) for r in ds["recoverer"].values for e in ds["estimator"].values}
+    methods = cube_methods(ds, f"cube {experiment!r}")
     infos = attr_json(ds, "datasets_info", {})
     adv_info = attr_json(ds, "adversaries_info", {})
     labels = (claim["better"] + claim["worse"] if claim["kind"] == "beats"

@@ -1,6 +1,5 @@
 """The report step's serial parts: no plotting library where only records are built, the
-scipy.special numbers equal to scipy.stats's, claims evaluated once per
-cube content."""
+scipy.special numbers equal to scipy.stats's."""
 from __future__ import annotations
 
 import subprocess
@@ -10,7 +9,6 @@ import textwrap
 import numpy as np
 import pytest
 
-from cmbench import verdicts as claims
 from cmbench.report.content import significance
 
 from test_report import make_cube
@@ -51,18 +49,3 @@ def test_the_t_band_and_friedman_p_values_are_scipys():
     assert res.p_value == pytest.approx(ref.pvalue, rel=1e-12)
     assert res.f_p_value == pytest.approx(stats.f.sf(res.f_stat, 3, 33), rel=1e-12)
 
-
-def test_claims_are_evaluated_once_per_cube_content(monkeypatch):
-    ds = make_cube()
-    ds.attrs["claims"] = '[{"id": "a", "paper": "", "text": "", "kind": "beats", "better": ["Empirical Mean"], ' \
-                         '"worse": ["C-Median"], "same": [], "datasets": ["gaussian"], "budgets": {"gaussian": {}}, ' \
-                         '"metric": "l2", "adversaries": ["min-rho"], "factor": 1.0, "peak": null, "rtol": 0.05}]'
-    calls = []
-    evaluate = claims.evaluate
-    monkeypatch.setattr(claims, "evaluate", lambda d, c: calls.append(c["id"]) or evaluate(d, c))
-    first = claims.evaluate_cube(ds, "digest-1")
-    again = claims.evaluate_cube(ds.copy(deep=True), "digest-1")  # the same content: not evaluated again
-    assert calls == ["a"] and [v.verdict for v in again] == [v.verdict for v in first] == ["holds"]
-    claims.evaluate_cube(ds, "digest-2")
-    claims.evaluate_cube(ds)  # no digest: always evaluated
-    assert calls == ["a", "a", "a"]

@@ -43,7 +43,6 @@ class Cube:
     source : the file it came from, or ``"<dataset N>"`` for an in-memory one.
     methods : label -> (recoverer, estimator), in suite order.
     metrics : error variables to plot, in order.
-    digest : the cube's content digest, when a run gave it (`cmbench.verdicts.evaluate_cube`).
     """
 
     ds: xr.Dataset
@@ -55,7 +54,6 @@ class Cube:
     adversaries_info: dict[str, dict[str, Any]]
     plugins: list[dict[str, Any]]
     attrs: dict[str, Any] = field(default_factory=dict)
-    digest: str | None = None  # the content digest a run gave with the cube (shares the claims' verdicts)
     # per-method views already built (`by_method`, `ok_values`): every page reads them; read-only
     _views: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -241,12 +239,12 @@ def environment_attr(attrs: Mapping[str, Any]) -> Any:
 def _check(ds: xr.Dataset, source: str) -> Cube:
     cube.check(ds, source)
     ds = ds.transpose(*DIMS)
-    ds = ds.assign(status=(DIMS, _text(ds["status"].values)),
-                   error=(DIMS, _text(ds["error"].fillna("").values)))
+    ds = ds.assign(status=(DIMS, cube.decoded(ds["status"].values).astype(str)),
+                   error=(DIMS, cube.decoded(ds["error"].fillna("").values).astype(str)))
     for dim in ("dataset", "adversary", "recoverer", "estimator"):
-        ds = ds.assign_coords({dim: _text(ds[dim].values)})
+        ds = ds.assign_coords({dim: cube.decoded(ds[dim].values).astype(str)})
     attrs = dict(ds.attrs)
-    methods = _methods(attrs, ds, source)
+    methods = cube.methods(ds, source)
     metrics = attr_json(attrs, "metrics", None, source)
     if metrics is None:  # older cube: plot what has values
         metrics = [m for m in ("mahalanobis", "l2") if bool(np.isfinite(ds[m].values).any())]
@@ -267,36 +265,3 @@ def _check(ds: xr.Dataset, source: str) -> Cube:
                 metrics=list(metrics), datasets_info=dict(datasets_info or {}),
                 adversaries_info=dict(adversaries_info or {}), plugins=list(plugins or []),
                 attrs=attrs)
-
-
-def _text(values: np.ndarray) -> np.ndarray:
-    """Labels as str, whether stored as str, object or bytes (netCDF char arrays)."""
-    values = np.asarray(values)
-    if values.dtype.kind == "S" or (values.dtype == object and values.size
-                                    and isinstance(values.flat[0], bytes)):
-        return np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else str(v),
-                            otypes=[str])(values)
-    return values.astype(str)
-
-
-def _methods(attrs: Mapping[str, Any], ds: xr.Dataset, source: str) -> dict[str, tuple[str, str]]:
-    """The suite's method labels, else every (recoverer, estimator) pair."""
-    given = attr_json(attrs, "methods", {}, source) or {}
-    recs = [str(r) for r in ds["recoverer"].values]
-    ests = [str(e) for e in ds["estimator"].values]
-    if not given:
-        return {f"{r}+{e}": (r, e) for r in recs for e in ests}
-    out = {}
-    for label, pair in given.items():
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise UserError(f"{source}: method {label!r} in attribute 'methods' is not "
-                            f"[recoverer, estimator]")
-        rec, est = str(pair[0]), str(pair[1])
-        if rec not in recs:
-            raise UserError(f"{source}: method {label!r} uses recoverer {rec!r}, "
-                            f"which the cube lacks (has {', '.join(recs)})")
-        if est not in ests:
-            raise UserError(f"{source}: method {label!r} uses estimator {est!r}, "
-                            f"which the cube lacks (has {', '.join(ests)})")
-        out[str(label)] = (rec, est)
-    return out

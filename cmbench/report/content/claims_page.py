@@ -23,7 +23,7 @@ STOP_PARAMS = ("tol", "max_iter")
 
 def verdicts(cubes: Sequence[Cube]) -> list[claims_mod.Verdict]:
     """Every claim of every cube, evaluated on its cube."""
-    return [v for c in cubes for v in claims_mod.evaluate_cube(c.ds, c.digest)]
+    return [v for c in cubes for v in claims_mod.evaluate_cube(c.ds)]
 
 
 def claims_pages(cubes: Sequence[Cube]) -> "TextPages | None":

@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import math
 from pathlib import PurePath
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 THRESHOLD_STYLES = (("0.25", "--"), ("0.45", ":"), ("0.25", "-."), ("0.55", (0, (5, 2, 1, 2))))
-LEVEL_KEYS = {"epsilon": "sample", "eps": "sample", "rho": "value", "alpha": "coordinate"}
 #: (levels, modes) each key of ``cmbench.theory.thresholds`` speaks about: m_A/2n
 #: (missing) and m_A/4n (replaced) bound alpha and rho alike (Theorem metaAlgThm
 #: takes rho = alpha); Lemma lm:recovery_rho is about A2 with missing entries;
@@ -43,7 +41,6 @@ THRESHOLD_SCOPE = {
     "m_a/4n": (("value", "coordinate"), ("replace",)),
     "rho_learn": (("value",), ("missing",)),
     "rho_unlearnable": (("value",), ("missing",)),
-    "rho_learn_general": (("value",), ("missing",)),  # rho_learn at m_A = n - r + 1
     "1/n": (("coordinate",), ("missing",)),
 }
 
@@ -178,10 +175,8 @@ def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, 
 
     The runner stores ``cmbench.theory.thresholds(A)`` in ``datasets_info`` as
     ``{key: {"value", "label"}}``. Which adversaries a threshold speaks about
-    comes, in this order, from optional ``"levels"`` / ``"modes"`` lists in the
-    entry, from `THRESHOLD_SCOPE` for the theory's keys, or from a key starting
-    with a budget's name (``rho...`` -> value level, ``alpha...`` -> coordinate,
-    ``epsilon...`` -> sample); an entry none of these scope applies everywhere.
+    comes from the entry's optional ``"levels"`` / ``"modes"`` lists, else from
+    `THRESHOLD_SCOPE`; an entry neither scopes applies everywhere.
     """
     info = cube.datasets_info.get(dataset, {})
     if not info.get("structure_known"):
@@ -190,21 +185,13 @@ def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, 
     mode = cube.mode(adversary)
     out = []
     for key, entry in (info.get("thresholds") or {}).items():
-        if isinstance(entry, (int, float)):
-            entry = {"value": entry, "label": key}
         value = entry.get("value") if isinstance(entry, dict) else None
         if value is None or not np.isfinite(float(value)):
             continue
         levels, modes = THRESHOLD_SCOPE.get(str(key), (None, None))
-        levels = entry.get("levels", levels)
-        modes = entry.get("modes", modes)
-        if levels is None:
-            prefix = re.match(r"[a-z]+", str(key).lower())
-            lv = LEVEL_KEYS.get(prefix.group(0)) if prefix else None
-            levels = [lv] if lv else None
-        if level and levels is not None and level not in levels:
-            continue
-        if mode and modes is not None and mode not in modes:
+        levels, modes = entry.get("levels", levels), entry.get("modes", modes)
+        if (level and levels is not None and level not in levels) or (mode and modes is not None
+                                                                       and mode not in modes):
             continue
         out.append((_safe_math(str(entry.get("label") or key)), float(value)))
     return sorted(out, key=lambda t: t[1])

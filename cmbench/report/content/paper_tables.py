@@ -27,7 +27,7 @@ import pandas as pd
 from ...files import check_target
 from ..layout import slug
 from ..load import METRIC_TEXT, Cube, load_cube, summarize
-from .tables import ranking
+from .tables import finite_mean, ranking
 
 DAGGER = "†"
 
@@ -55,9 +55,7 @@ def mean_error_table(cube: Cube, metric: str) -> tuple[pd.DataFrame, pd.DataFram
             if not has.any():
                 continue
             col = f"{d} ({a})" if several else d
-            with np.errstate(invalid="ignore"):
-                means[col] = np.where(has.any(1), np.nansum(np.where(has, vals, 0), 1)
-                                      / np.maximum(has.sum(1), 1), np.nan)
+            means[col] = finite_mean(vals)
             # a budget where no method has a value does not count against anyone
             complete[col] = has[:, has.any(0)].all(1)
     index = pd.Index(list(cube.methods), name="method")

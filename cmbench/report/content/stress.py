@@ -54,12 +54,8 @@ __all__ = ["adaptive_adversaries", "stress_pages", "worst_case_summary"]
 
 # -- reading --------------------------------------------------------------------------
 def adaptive_adversaries(cube: Cube) -> list[str]:
-    """Adversary labels declared adaptive, else those with evaluations recorded."""
-    out = [a for a in cube.adversaries if cube.adversaries_info.get(a, {}).get("adaptive")]
-    if out or "evaluations" not in cube.ds:
-        return out
-    ev = cube.ds["evaluations"]
-    return [a for a in cube.adversaries if bool(np.isfinite(ev.sel(adversary=a).values).any())]
+    """Adversary labels declared adaptive (``adversaries_info``, recorded by every runner since 0e65123)."""
+    return [a for a in cube.adversaries if cube.adversaries_info.get(a, {}).get("adaptive")]
 
 
 def _tag(cube: Cube, adversary: str) -> str:

@@ -51,10 +51,7 @@ def ranking(cube: Cube, metric: str) -> pd.DataFrame:
     else:
         mean_rank = np.full(vals.shape[0], np.nan)
     has = np.isfinite(vals)
-    with np.errstate(invalid="ignore"):
-        mean_error = np.where(has.any(axis=1),
-                              np.nansum(np.where(has, vals, 0.0), axis=1)
-                              / np.maximum(has.sum(axis=1), 1), np.nan)
+    mean_error = finite_mean(vals)
     labels = list(cube.methods)
     df = pd.DataFrame({
         "method": labels,
@@ -67,6 +64,12 @@ def ranking(cube: Cube, metric: str) -> pd.DataFrame:
     })
     return df.sort_values(["mean_rank", "mean_error"], na_position="last",
                           kind="stable").reset_index(drop=True)
+
+
+def finite_mean(vals: np.ndarray) -> np.ndarray:
+    """Mean of each row over its finite values; NaN for a row without one (and no warning)."""
+    has = np.isfinite(vals)
+    return np.where(has.any(axis=1), np.where(has, vals, 0.0).sum(axis=1) / np.maximum(has.sum(axis=1), 1), np.nan)
 
 
 def cells_with_status(cube: Cube, statuses: Sequence[str]) -> pd.DataFrame:
