@@ -10,7 +10,8 @@ From a unit's work to its cube cells::
       _sweep
         lookup (stages, store)   per job: the stage cache's records; a Work of what is missing
         |                        (corrupt? which recoveries? which estimates?), cached matrices by
-        |                        reference (MatrixRef, local workers read them) or by value (Dask)
+        |                        reference (MatrixRef, local workers read them) or by value (Dask);
+        |                        a job whose stages another job computes waits for it (`computes`)
         run_jobs (executors)     serial | local process pool | Dask; each job -> execute (units):
         |                          memo.loaded -> data (memoized per process, capped in bytes)
         |                          corrupt (guard.run + checks) -> Xc, its distances, its inlier mean
@@ -257,10 +258,10 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
 
     A unit whose data set failed to load in `load_datasets` takes that failure
     without being computed: a broken data set is loaded once, not per unit.
-    A unit that would compute a stage another unit computes (two experiments
-    sharing a data set, adversary, recoverer and estimator) is held back until
-    that unit has finished, then looked up again: it computes only what is
-    still missing, usually nothing, in a next round of the executor.
+    A unit that would compute a stage another unit computes (in another
+    experiment with the same data set and adversary) is held back until that
+    unit has finished, then looked up again: it computes only what is still
+    missing, usually nothing, in a next round of the executor.
     """
     # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
     isolate = uses_foreign_plugins(suite) and not guard.POST_MORTEM
@@ -269,10 +270,10 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
              for exp, job in plan(suite, timeout, packed.digest)}  # unit -> (experiment, job, stage keys)
     stats.total, waiting, bar, running = len(units), list(units), None, None
 
-    def missing(unit):
+    def missing(unit, ship=bool(scheduler)):  # local workers read the cache
         """The unit's `Work` still to do; None when the cache holds all of it (its result is then taken)."""
         exp, job, keys = units[unit]
-        result, work = lookup(store, exp, keys, ship=bool(scheduler))  # local workers read the cache
+        result, work = lookup(store, exp, keys, ship=ship)
         if work is None:
             results[exp.name][job.coords] = result
             if bar is None:
@@ -335,7 +336,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
                 bar.update(1)
                 for unit in waiters.pop((job.experiment, job.coords), ()):
                     held[unit].discard((job.experiment, job.coords))
-                    if not held[unit] and missing(unit) is None:
+                    if not held[unit] and missing(unit, ship=False) is None:  # else: the next round's
                         del held[unit]
                 bar.set_postfix(cached=stats.cached, failed=stats.failed)
             waiting = list(held)  # what is still missing after the units they waited for: the next round
