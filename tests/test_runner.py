@@ -213,3 +213,7 @@ def test_stages_two_experiments_share_are_computed_once(tmp_path, log, executor)
     for e in "ab":
         assert_same_cube(apart[e], together[e])
     assert (stats.total, stats.cached, stats.computed, stats.failed) == (8, 0, 8, 0)
+    log.unlink()
+    stats = cmbench.runner.Progress()
+    run_suite(path, out=tmp_path / "together", report=False, stats=stats, **executor)
+    assert not log.exists() and stats.cached == 8  # resumed: all of it from the cache

@@ -268,7 +268,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     results = {exp.name: {} for exp in suite.experiments}  # experiment name -> coords -> UnitResult
     units = {(job.experiment, job.coords): (exp, job, unit_keys(suite.seed, exp, job))
              for exp, job in plan(suite, timeout, packed.digest)}  # unit -> (experiment, job, stage keys)
-    stats.total, waiting, bar, running = len(units), list(units), None, None
+    stats.total, stats.cached, waiting, bar, running = len(units), 0, list(units), None, None
 
     def missing(unit, ship=bool(scheduler)):  # local workers read the cache
         """The unit's `Work` still to do; None when the cache holds all of it (its result is then taken)."""
