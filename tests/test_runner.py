@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -175,3 +176,44 @@ def test_adaptive_adversary_is_staged_per_pipeline(tmp_path, log):
     assert (worst >= fixed - 1e-12).all()
     # log-fill logs once per evaluation plus once for the final cell, per estimator.
     assert counts(log)["recover"] == 2 * 2 * 3 + 2  # adaptive: 2 budgets x 2 ests x (2 evals + 1); fixed: 2
+
+
+@pytest.mark.parametrize("executor", [{}, {"workers": 2}, {"workers": 2, "scheduler": "local"}],
+                         ids=["serial", "workers", "dask"])
+def test_stages_two_experiments_share_are_computed_once(tmp_path, log, executor):
+    """Experiment b shares a's stages but count-mean: in one run, as in two slices run one after the
+    other, each stage is computed once; b waits for a's units, then computes only count-mean."""
+    if "scheduler" in executor:
+        pytest.importorskip("distributed")
+    copy_plugin("stage_log.py", tmp_path, "counting.py")
+    grid = """
+        datasets = [{name = "synthetic-gaussian", N = 60}]
+        adversaries = ["log-hide", "either-tail"]
+        budgets = [0.1, 0.2]
+        recoverers = ["log-fill", "none"]
+        metrics = ["l2"]"""
+    path = tmp_path / "suite.toml"
+    path.write_text(textwrap.dedent(f"""
+        name = "t"
+        plugins = ["counting.py"]
+        [[experiment]]
+        name = "a"
+        estimators = ["est-a", "est-b"]{grid}
+        [[experiment]]
+        name = "b"
+        estimators = ["est-a", "count-mean"]{grid}
+    """))
+    apart = {e: run_suite(path, out=tmp_path / "apart", experiments=[e], report=False)[e] for e in "ab"}
+    separately = Counter(log.read_text().split())
+    assert separately["corrupt"] == 2  # log-hide at two budgets, once for both experiments
+    log.unlink()
+    stats = cmbench.runner.Progress()
+    together = run_suite(path, out=tmp_path / "together", report=False, stats=stats, **executor)
+    assert Counter(log.read_text().split()) == separately
+    for e in "ab":
+        assert_same_cube(apart[e], together[e])
+    assert (stats.total, stats.cached, stats.computed, stats.failed) == (8, 0, 8, 0)
+    log.unlink()
+    stats = cmbench.runner.Progress()
+    run_suite(path, out=tmp_path / "together", report=False, stats=stats, **executor)
+    assert not log.exists() and stats.cached == 8  # resumed: all of it from the cache

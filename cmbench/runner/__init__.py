@@ -10,7 +10,8 @@ From a unit's work to its cube cells::
       _sweep
         lookup (stages, store)   per job: the stage cache's records; a Work of what is missing
         |                        (corrupt? which recoveries? which estimates?), cached matrices by
-        |                        reference (MatrixRef, local workers read them) or by value (Dask)
+        |                        reference (MatrixRef, local workers read them) or by value (Dask);
+        |                        a job whose stages another job computes waits for it (`computes`)
         run_jobs (executors)     serial | local process pool | Dask; each job -> execute (units):
         |                          memo.loaded -> data (memoized per process, capped in bytes)
         |                          corrupt (guard.run + checks) -> Xc, its distances, its inlier mean
@@ -38,7 +39,7 @@ from ..options import check_run_options
 from ..output import writable_folder
 from ..suite import Experiment, Suite, load_suite
 from .executors import run_jobs
-from .stages import lookup, merged, records_of, unit_keys, unit_result
+from .stages import computes, lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
 from . import guard
 from .loading import is_foreign, load_datasets
@@ -257,61 +258,93 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
 
     A unit whose data set failed to load in `load_datasets` takes that failure
     without being computed: a broken data set is loaded once, not per unit.
+    A unit that would compute a stage another unit computes (in another
+    experiment with the same data set and adversary) is held back until that
+    unit has finished, then looked up again: it computes only what is still
+    missing, usually nothing, in a next round of the executor.
     """
-    planned = plan(suite, timeout, packed.digest)
     # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
     isolate = uses_foreign_plugins(suite) and not guard.POST_MORTEM
     results = {exp.name: {} for exp in suite.experiments}  # experiment name -> coords -> UnitResult
-    todo, known, pending = [], [], {}  # jobs to compute; (job, result) of units failed without computing
-    for exp, job in planned:
-        keys = unit_keys(suite.seed, exp, job)
-        result, work = lookup(store, exp, keys, ship=bool(scheduler))  # local workers read the cache
+    units = {(job.experiment, job.coords): (exp, job, unit_keys(suite.seed, exp, job))
+             for exp, job in plan(suite, timeout, packed.digest)}  # unit -> (experiment, job, stage keys)
+    stats.total, stats.cached, waiting, bar, running = len(units), 0, list(units), None, None
+
+    def missing(unit, ship=bool(scheduler)):  # local workers read the cache
+        """The unit's `Work` still to do; None when the cache holds all of it (its result is then taken)."""
+        exp, job, keys = units[unit]
+        result, work = lookup(store, exp, keys, ship=ship)
         if work is None:
             results[exp.name][job.coords] = result
-            continue
-        job = dataclasses.replace(job, work=work)
-        pending[(job.experiment, job.coords)] = (exp, keys)
-        load = datasets.get((exp.name, job.dataset))
-        failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
-        if failure is not None:
-            known.append((job, work_result(dict(failure))))
-            continue
-        todo.append(job)
-        if len(todo) == 1 and not scheduler and (workers > 1 or isolate):
-            from ..forking import context
+            if bar is None:
+                stats.cached += 1
+            else:  # held back, and computed by the unit it waited for
+                stats.computed += 1
+                bar.update(1)
+        return work
 
-            context()  # the forkserver imports `forking.PRELOAD` while the rest is looked up
-    # Longest first, so that no worker is left alone with a long unit at the end of the
-    # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
-    # of equal cost keep the plan's order.
-    todo.sort(key=lambda job: -_cost(job, datasets))
-    stats.total, stats.cached = len(planned), len(planned) - len(todo) - len(known)
-    bar = _progress_bar(suite, stats, progress)
-    running = None
     try:
-        running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed)
-        for job, out in itertools.chain(known, running):
-            exp, keys = pending[(job.experiment, job.coords)]
-            store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
-            fresh, cacheable, matrices = records_of(out, keys)
-            # Failed or timed-out records are not stored: the next run computes them again,
-            # while everything around them is kept.
-            store.add(keys.corruption, cacheable, matrices)
-            result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
-            results[exp.name][job.coords] = result
-            stats.computed += 1
-            if failed_cells(result):
-                stats.failed += 1
-                if fail_fast:
-                    bar.close()
-                    running.close()  # cancels the units still queued or in flight
-                    raise _first_failure(exp, job, result)
-            bar.update(1)
-            bar.set_postfix(cached=stats.cached, failed=stats.failed)
+        while waiting:
+            todo, known, owner = [], [], {}  # owner: stage key -> the unit that computes it
+            held, waiters = {}, {}  # unit held back -> the units it waits for; and the other way
+            for unit in waiting:
+                work = missing(unit)
+                if work is None:
+                    continue
+                exp, job, keys = units[unit]
+                job = dataclasses.replace(job, work=work)
+                load = datasets.get((exp.name, job.dataset))
+                failure = load.fails(job.instance, exp.instances[0]) if load is not None else None
+                if failure is not None:
+                    known.append((job, work_result(dict(failure))))
+                    continue
+                claims = computes(keys, work)
+                if claims & owner.keys():
+                    held[unit] = {owner[k] for k in claims if k in owner}
+                    for other in held[unit]:
+                        waiters.setdefault(other, []).append(unit)
+                    continue
+                owner.update(dict.fromkeys(claims, unit))
+                todo.append(job)
+                if len(todo) == 1 and not scheduler and (workers > 1 or isolate):
+                    from ..forking import context
+
+                    context()  # the forkserver imports `forking.PRELOAD` while the rest is looked up
+            # Longest first, so that no worker is left alone with a long unit at the end of the
+            # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
+            # of equal cost keep the plan's order.
+            todo.sort(key=lambda job: -_cost(job, datasets))
+            if bar is None:
+                bar = _progress_bar(suite, stats, progress)
+            running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed)
+            for job, out in itertools.chain(known, running):
+                exp, _, keys = units[(job.experiment, job.coords)]
+                store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
+                fresh, cacheable, matrices = records_of(out, keys)
+                # Failed or timed-out records are not stored: the next run computes them again,
+                # while everything around them is kept.
+                store.add(keys.corruption, cacheable, matrices)
+                result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
+                results[exp.name][job.coords] = result
+                stats.computed += 1
+                if failed_cells(result):
+                    stats.failed += 1
+                    if fail_fast:
+                        bar.close()
+                        running.close()  # cancels the units still queued or in flight
+                        raise _first_failure(exp, job, result)
+                bar.update(1)
+                for unit in waiters.pop((job.experiment, job.coords), ()):
+                    held[unit].discard((job.experiment, job.coords))
+                    if not held[unit] and missing(unit, ship=False) is None:  # else: the next round's
+                        del held[unit]
+                bar.set_postfix(cached=stats.cached, failed=stats.failed)
+            waiting = list(held)  # what is still missing after the units they waited for: the next round
     except KeyboardInterrupt:
         if running is not None:
             running.close()  # at once: the executor's own cleanup (its workers) must not wait for exit
-        bar.close()
+        if bar is not None:
+            bar.close()
         kept = stats.cached + stats.computed - stats.failed
         raise Interrupted(f"interrupted: {kept} of {stats.total} units are finished and kept in "
                           f"{store.cache}; run the same command again to resume") from None

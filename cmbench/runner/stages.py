@@ -113,6 +113,14 @@ def lookup(store: Store, exp, keys: UnitKeys, ship: bool = True) -> tuple[Option
                       inliers=tuple(inliers) if inliers is not None else None)
 
 
+def computes(keys: UnitKeys, work: Work) -> set:
+    """The keys of the stages a unit's ``work`` computes."""
+    if work.pairs:
+        return {keys.pair[p] for p in work.pairs}
+    stages = {keys.recovery[r] for r in work.recover} | {keys.cell[c] for c in work.estimate}
+    return stages | {keys.corruption} if work.corruption else stages
+
+
 def records_of(out: dict, keys: UnitKeys) -> tuple[dict, dict, dict]:
     """A worker's result as a body (every record) and the cacheable part of it, with its matrices."""
     body, cacheable, matrices = empty_body(), empty_body(), {}
