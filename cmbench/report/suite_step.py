@@ -53,21 +53,18 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
              for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
     todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
     if todo:
-        _draw(cubes, list(outputs.digests), todo, cache / PAGES, stamps, digest)
+        _draw(cubes, todo, cache / PAGES, stamps, digest)
     return list(paths.values())
 
 
-def _draw(cubes: list[Path], contents: list[str], todo: dict, pages: Path, stamps: Stamps, digest: str) -> None:
-    """Write the reports in ``todo`` (kind -> path) and stamp each once written; ``contents``:
-    the cubes' content digests."""
+def _draw(cubes: list[Path], todo: dict, pages: Path, stamps: Stamps, digest: str) -> None:
+    """Write the reports in ``todo`` (kind -> path) and stamp each once written."""
     from .load import load_cubes
     from .model import build_report, default_title
     from .render.html import Figures, write_html
     from .render.pagecache import PageCache
 
     loaded = load_cubes(cubes)
-    for cube, content in zip(loaded, contents):
-        cube.digest = content
     title = default_title(loaded)
     sections = build_report(loaded, title=title)
     cache = PageCache(pages)
