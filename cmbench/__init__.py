@@ -97,7 +97,7 @@ def run_suite(
         Output folder: cubes go to ``<out>/<suite>/<experiment>.nc``, the stage
         cache to ``<out>/<suite>/.cache``.
     workers : int, default 1
-        Local worker processes.
+        Local worker processes (they also draw a report with many changed pages).
     scheduler : str or None
         A Dask scheduler address, or ``"local"``, instead of local processes.
     plugins : sequence, default ()
@@ -158,9 +158,9 @@ def run_suite(
     stats = stats if stats is not None else _Progress()
     options = {}
     if report:
-        from .report.suite_step import write_suite_reports
+        from .report.suite_step import report_step
 
-        options["then"] = write_suite_reports  # before the run lets go of the output folder
+        options["then"] = report_step(workers)  # before the run lets go of the output folder
     return _run(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins, timeout=timeout,
                 resume=resume, progress=progress, stats=stats, cache_size=cache_size,
                 experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,

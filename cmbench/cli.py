@@ -123,7 +123,7 @@ def check(plugins, names, seed, timeout) -> None:
               help="Folder for cubes, cache and report.")
 @plugin_option
 @click.option("--workers", default="auto", show_default=True, metavar="N|auto",
-              help="Local worker processes; auto: one per usable core.")
+              help="Local worker processes (they also draw a report with many changed pages); auto: one per usable core.")
 @click.option("--scheduler", default=None, metavar="ADDRESS|local",
               help="Run on a Dask cluster ('local' starts a LocalCluster on 127.0.0.1).")
 @click.option("--timeout", default=None, type=float, metavar="SECONDS", help="Stop a plugin call after this long.")
@@ -158,7 +158,9 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     if dry_run:
         _print_plan(suite, out, plugins, experiments, select, timeout)
         return
-    from .report.suite_step import write_suite_reports
+    from concurrent.futures.process import BrokenProcessPool
+
+    from .report.suite_step import report_step
 
     stats = Progress()
     try:
@@ -166,7 +168,12 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
                           timeout=timeout, resume=resume, progress=progress, stats=stats,
                           cache_size=cache_size, experiments=experiments, select=select,
                           fail_fast=fail_fast, post_mortem=post_mortem,
-                          then=write_suite_reports if report else None)  # under the run lock
+                          then=report_step(workers) if report else None)  # under the run lock
+    except BrokenProcessPool as exc:  # a process drawing the report's pages died
+        click.echo(f"cmbench: error: a process drawing the report ended abruptly ({exc}); no report was written", err=True)
+        click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "
+                   "`cmbench suite` again draws the report", err=True)
+        sys.exit(1)
     except Interrupted as exc:
         click.echo(f"cmbench: {exc}", err=True)
         sys.exit(130)

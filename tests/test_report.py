@@ -363,17 +363,17 @@ def test_report_never_imports_the_runner():
 
 # -- the page cache: a page is drawn again only when its record changed ---------------------------
 def _drawn_pages(monkeypatch) -> list:
-    """Record the slug of every page drawn from now on."""
-    from cmbench.report.render import pdf
+    """Record the slug of every page drawn from now on (by the default drawing strategy)."""
+    from cmbench.report.render import drawing
 
     drawn = []
-    original = pdf.draw_document
+    original = drawing.draw_here
 
-    def draw_document(pages, meta, hook=None):
-        drawn.extend(p.slug for p in pages)
-        return original(pages, meta, hook)
+    def draw_here(pages, meta, svg=()):
+        drawn.extend(p.slug for _, p in pages)
+        return original(pages, meta, svg)
 
-    monkeypatch.setattr(pdf, "draw_document", draw_document)
+    monkeypatch.setattr(drawing, "draw_here", draw_here)
     return drawn
 
 

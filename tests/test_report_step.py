@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 
 from cmbench.report.content import theory_pages
 from cmbench.report.suite_step import write_suite_reports
@@ -85,12 +84,20 @@ def test_svg_figures_no_report_uses_are_deleted(tmp_path):
     assert second - first and first - second
 
 
-def test_a_failed_drawing_writes_no_report(tmp_path):
-    from cmbench.report import write_report
+def test_a_pool_hands_its_figures_to_the_html(tmp_path, monkeypatch):
+    from cmbench.report.render import drawing, html as html_module
 
-    def broken(page, figure):
-        raise ValueError("this page cannot be drawn")
-
-    with pytest.raises(ValueError, match="cannot be drawn"):
-        write_report([make_cube()], tmp_path / "r.pdf", drawn=broken)
-    assert not list(tmp_path.iterdir())
+    monkeypatch.setattr(drawing, "POOL_COST", 0.0)  # the pool draws even this small report
+    drawn_here = []
+    original = html_module.svg_of
+    monkeypatch.setattr(html_module, "svg_of", lambda fig: drawn_here.append(fig) or original(fig))
+    ds = make_cube()
+    ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
+    outputs = _outputs(tmp_path, ds)
+    pdf, html = write_suite_reports(outputs, workers=2)
+    docs = {loc[0] for loc in json.loads((outputs.cache / "pages" / "index.json").read_text())["pages"].values()}
+    assert len(docs) == 2  # drawn by the pool's two processes
+    n_cd = html.read_text().count('class="cd"')
+    assert n_cd >= 1 and len(drawn_here) == n_cd  # the CD diagrams only: fig:disCompare came from the pool
+    alone = html_module.write_html([outputs.cubes[0]], tmp_path / "alone.html")  # drawn here, no cache
+    assert _svgs(alone.read_text()) == _svgs(html.read_text())

@@ -11,10 +11,10 @@ Three layers, each importing only the ones above it:
   `parameter`: error against a component parameter, `theory_pages`), plus the
   terminal `summary` and the LaTeX/CSV `paper_tables`. `model.build_report`
   puts the records in sections, in order: the report model;
-* ``render/``: the PDF (`render.pdf`, matplotlib, pages kept by
-  `render.pagecache`) and the HTML (`render.html`, plotly, its other figures
-  as SVG kept there too) of the same model; `render.writing` checks and writes
-  the output file;
+* ``render/``: the PDF (`render.pdf`, drawn by a strategy of `render.drawing`,
+  pages kept by `render.pagecache`) and the HTML (`render.html`, plotly, its
+  other figures as SVG from the PDF's drawing, kept there too) of the same
+  model; `render.writing` checks and writes the output file;
 
 and `suite_step`, the report step of a suite run (both reports, only when
 their cubes changed).

@@ -8,12 +8,14 @@ plotting library; a deleted, edited or replaced report is always drawn anew.
 When a report must be drawn, the report model (`model.build_report`) is built
 once from the cubes read back from disk; the PDF's pages come from the page
 cache (`pagecache`) wherever their record did not change, the others are drawn
-here, and the HTML renders the same model. Its SVG figures come from the same
-cache (`html.Figures`), where the PDF's drawing left those it drew: a figure is
+(`drawing`: here, or in a process pool when there are many), and the HTML
+renders the same model. Its SVG figures come from the same cache
+(`html.Figures`), where the PDF's drawing left those it drew: a figure is
 computed and drawn once for both reports.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from .render.pagecache import code_digest
 STAMPS = "reports.json"
 
 
-def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list[Path]:
+def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers: int = 1) -> list[Path]:
     """Draw the PDF and HTML reports of a finished run, unless those on disk were drawn from these cubes.
 
     Parameters
@@ -34,6 +36,8 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
         ``digests``, ``report``, ``cache``): the cubes a run wrote, their
         content digests, the reports' path without suffix, the cache folder.
     pdf, html : which reports to write.
+    workers : with more than 1, the PDF's pages are drawn in up to this many
+        processes when there are many (`drawing.Pool`). The reports are the same.
 
     Returns
     -------
@@ -53,14 +57,24 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True) -> list
              for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
     todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
     if todo:
-        _draw(cubes, todo, cache / PAGES, stamps, digest)
+        _draw(cubes, todo, cache / PAGES, workers, stamps, digest)
     return list(paths.values())
 
 
-def _draw(cubes: list[Path], todo: dict, pages: Path, stamps: Stamps, digest: str) -> None:
+def report_step(workers: int):
+    """The report step of a suite run (its ``then``, `cmbench.runner.run_suite`):
+    `write_suite_reports` with as many drawing processes as the run had."""
+    def draw(outputs) -> list[Path]:
+        return write_suite_reports(outputs, workers=max(workers, 1))
+
+    return draw
+
+
+def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stamps, digest: str) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written."""
     from .load import load_cubes
     from .model import build_report, default_title
+    from .render.drawing import Pool, draw_here
     from .render.html import Figures, write_html
     from .render.pagecache import PageCache
 
@@ -71,8 +85,10 @@ def _draw(cubes: list[Path], todo: dict, pages: Path, stamps: Stamps, digest: st
     if "pdf" in todo:
         from .render.pdf import write_report
 
-        keep = Figures(cache).keep if "html" in todo else None
-        write_report(loaded, todo["pdf"], page_cache=cache, drawn=keep, title=title, sections=sections)
+        figures = Figures(cache) if "html" in todo else None
+        with Pool(workers) if workers > 1 else contextlib.nullcontext(draw_here) as draw:
+            write_report(loaded, todo["pdf"], page_cache=cache, draw=draw, figures=figures, title=title,
+                         sections=sections)
         stamps.record(todo["pdf"], digest)
         stamps.save()
     if "html" in todo:

@@ -39,6 +39,7 @@ from ..load import Cube
 from ..model import Section, report_model
 from ..content.significance import CdPage
 from ..content.tables import fmt_num
+from .drawing import svg_of
 from .pagecache import PageCache, record_digest, salt
 from .writing import check_out, write_bytes
 
@@ -314,7 +315,7 @@ class Figures:
 
             with matplotlib.rc_context(RC):
                 fig = draw()
-                svg = _svg_of(fig)
+                svg = svg_of(fig)
             fig.clear()
             if digest is not None:
                 self.cache.add_svg(digest, svg)
@@ -322,29 +323,20 @@ class Figures:
             self.used.append(digest)
         return _prefixed(svg, prefix)
 
-    def keep(self, page: Page, fig) -> None:
-        """A ``drawn`` hook of `pdf.write_report`: keep the SVG of a page the PDF just drew when the
-        HTML shows that very drawing (`render_svg`), so that it is not computed again."""
-        if page.text is None and not _continued(page) and type(page.record) not in RENDERERS:
-            digest = self._digest(page, "page")
-            if digest is not None and self.cache.svg(digest) is None:
-                self.cache.add_svg(digest, _svg_of(fig))
+    def wants(self, page: Page) -> bool:
+        """Whether the HTML shows ``page``'s own drawing as SVG (`render_svg`) and the cache lacks it:
+        `pdf.write_report` then hands it over (`add`) from its drawing of the page."""
+        if page.text is not None or _continued(page) or type(page.record) in RENDERERS:
+            return False
+        digest = self._digest(page, "page")
+        return digest is not None and self.cache.svg(digest) is None
+
+    def add(self, page: Page, svg: str) -> None:
+        """Keep the SVG of ``page``'s own drawing (made by the PDF's drawing)."""
+        self.cache.add_svg(self._digest(page, "page"), svg)
 
     def _digest(self, page: Page, how: str) -> str | None:
         return record_digest(page, f"{self.salt}\x1dsvg:{how}") if self.cache is not None else None
-
-
-def _svg_of(fig) -> str:
-    import matplotlib
-
-    from ..style import RC
-
-    # Text as SVG text, not outlines: the browser sets it (it can be selected and searched)
-    with matplotlib.rc_context({**RC, "svg.fonttype": "none"}):
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})  # the same figure, the same SVG
-    svg = buf.getvalue()
-    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG
 
 
 def _prefixed(svg: str, prefix: str) -> str:

@@ -1,11 +1,10 @@
 """The PDF report: the pages of `model.build_report`, drawn with matplotlib.
 
 Pages whose record is kept in a page cache (`pagecache`) are copied from the
-document they were drawn into; the others are drawn here, into one document,
-and the report is merged from those documents with pypdf. The pages are drawn
-in the process that builds the report: a pool of drawing processes cost more
-CPU than it saved wall time on two cores, even for a whole report
-(benchmarks/README.md).
+document they were drawn into; the others are drawn by the strategy the caller
+passes (`drawing.draw_here` or a `drawing.Pool`), and the report is merged
+from those documents with pypdf. A page the HTML report shows as SVG gives its
+SVG in the same pass (`figures`, the HTML's `html.Figures`).
 """
 from __future__ import annotations
 
@@ -13,13 +12,15 @@ import datetime as _dt
 import io
 import os
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import xarray as xr
 
 from ...files import check_target
 from ...version import __version__
+from . import drawing
 from . import pagecache
+from .drawing import Strategy
 from ..layout import slug, Page
 from ..load import Cube
 from ..model import build_report, default_title, flatten, report_model
@@ -32,8 +33,8 @@ __all__ = ["write_report", "build_pages", "default_title"]
 def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.PathLike, *,
                  baseline: str | os.PathLike | xr.Dataset | None = None,
                  png_dir: str | os.PathLike | None = None, title: str | None = None,
-                 page_cache: str | os.PathLike | PageCache | None = None, drawn: Callable | None = None,
-                 sections=None) -> Path:
+                 page_cache: str | os.PathLike | PageCache | None = None, draw: Strategy | None = None,
+                 figures=None, sections=None) -> Path:
     """Write a PDF report of results cubes.
 
     Parameters
@@ -50,8 +51,10 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
     page_cache : a folder of drawn pages (`pagecache`), or that cache opened:
         a page whose record is found there is copied instead of drawn, and the
         pages drawn now are kept there.
-    drawn : called as ``drawn(page, figure)`` with each page drawn now, once it
-        is in the document (the HTML report takes its SVG figures from there).
+    draw : how the pages not kept are drawn (`drawing`); default: in this process.
+    figures : the SVG figures of the HTML report of the same model
+        (`html.Figures`): each page drawn now that it ``wants`` is handed to
+        it as SVG (``add``), so that the HTML does not compute it again.
     sections : the report model (`model.build_report`) when the caller built it
         already (for the HTML too); else it is built here.
 
@@ -84,9 +87,10 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         "Creator": "cmbench.report",
         "CreationDate": _dt.datetime.now(_dt.timezone.utc),
     }
-    if png is not None:  # every page drawn, the figures written as PNG too
-        drawn, page_cache = _with_png(png, drawn), None
-    blob = _merged(pages, meta, PageCache.of(page_cache), name=out.name, drawn=drawn)
+    if png is not None:  # every page drawn here, the figures written as PNG too
+        draw, page_cache, figures = _with_png(png), None, None
+    blob = _merged(pages, meta, PageCache.of(page_cache), name=out.name, draw=draw or drawing.draw_here,
+                   figures=figures)
     write_bytes(out, blob)
     return out
 
@@ -96,65 +100,58 @@ def build_pages(cubes: Sequence[Cube], *, title: str, baseline: Cube | None = No
     return flatten(build_report(cubes, title=title, baseline=baseline))
 
 
-def draw_document(pages: Sequence[Page], meta: dict, drawn: Callable | None = None) -> bytes:
-    """One PDF document of ``pages``, drawn with the report's rc settings; ``drawn(page, figure)``
-    is called with each page's figure once it is in the document."""
-    import matplotlib
-    from matplotlib.backends.backend_pdf import PdfPages
+def _with_png(png: Path) -> Strategy:
+    """The strategy drawing every page here, in one document, and each figure page (`Page.png`) as
+    ``png/<slug>.png`` too (a repeated slug gets -2, -3)."""
+    def draw(pages: Sequence[tuple[int, Page]], meta: dict, svg=()) -> drawing.Drawn:
+        used: set[str] = set()
 
-    from ..style import RC
+        def write(k: int, fig) -> None:
+            page = pages[k][1]
+            if page.png:
+                name = stem = slug(page.slug, "figure")
+                n = 2
+                while name in used:
+                    name, n = f"{stem}-{n}", n + 1
+                used.add(name)
+                fig.savefig(check_target(png / f"{name}.png", root=png, kind="png"), dpi=150)
 
-    buf = io.BytesIO()
-    with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
-        for page in pages:
-            fig = page.draw(page.record)
-            pdf.savefig(fig)
-            if drawn is not None:
-                drawn(page, fig)
-            fig.clear()
-    return buf.getvalue()
-
-
-def _with_png(png: Path, then: Callable | None) -> Callable:
-    """A ``drawn`` hook writing each figure page (`Page.png`) as ``png/<slug>.png`` (a repeated slug
-    gets -2, -3), then calling ``then``."""
-    used: set[str] = set()
-
-    def write(page: Page, fig) -> None:
-        if page.png:
-            name = stem = slug(page.slug, "figure")
-            n = 2
-            while name in used:
-                name, n = f"{stem}-{n}", n + 1
-            used.add(name)
-            fig.savefig(check_target(png / f"{name}.png", root=png, kind="png"), dpi=150)
-        if then is not None:
-            then(page, fig)
-    return write
+        blob, _ = drawing.draw_document([(p.record, p.draw) for _, p in pages], meta, write)
+        return [([i for i, _ in pages], blob, {})]
+    return draw
 
 
-def _merged(pages: Sequence[Page], meta: dict, cache: PageCache | None, name: str,
-            drawn: Callable | None) -> bytes:
+def _merged(pages: Sequence[Page], meta: dict, cache: PageCache | None, name: str, draw: Strategy,
+            figures=None) -> bytes:
     """The PDF, drawing only the pages whose record digest ``cache`` does not hold.
 
-    The pages drawn now make one document, which the cache keeps; the report
-    is merged from it and the documents that hold the other pages. A report
-    whose pages were all drawn now is that document itself.
+    The pages drawn now come back as one document per drawing process, which
+    the cache keeps; the report is merged from them and the documents that
+    hold the other pages. A report whose pages were all drawn now into one
+    document is that document itself.
     """
     salt = pagecache.salt()
     digests = [pagecache.record_digest(p, salt) for p in pages]
     found = [cache.find(d) if cache is not None else None for d in digests]
     todo = [i for i, loc in enumerate(found) if loc is None]
-    blob = draw_document([pages[i] for i in todo], meta, drawn) if todo else None
-    doc = cache.add(blob, [digests[i] for i in todo]) if blob is not None and cache is not None else "drawn"
-    if blob is not None and len(todo) == len(pages):
+    svg = {i for i in todo if figures is not None and figures.wants(pages[i])}
+    drawn = draw([(i, pages[i]) for i in todo], meta, svg)
+    for _, _, svgs in drawn:
+        for i, text in svgs.items():
+            figures.add(pages[i], text)
+    if len(drawn) == 1 and len(todo) == len(pages):
         if cache is not None:
+            cache.add(drawn[0][1], [digests[i] for i in drawn[0][0]])
             cache.save(name, digests)
-        return blob
+        return drawn[0][1]
     import pypdf
 
-    docs: dict[str, bytes] = {doc: blob} if blob is not None else {}
-    where = {i: (doc, k) for k, i in enumerate(todo)}
+    docs: dict[str, bytes] = {}
+    where: dict[int, tuple[str, int]] = {}
+    for indices, blob, _ in drawn:
+        doc = cache.add(blob, [digests[i] for i in indices]) if cache is not None else f"drawn-{len(docs)}"
+        docs[doc] = blob
+        where.update((i, (doc, k)) for k, i in enumerate(indices))
     readers: dict = {}
     writer = pypdf.PdfWriter()
     for i in range(len(pages)):

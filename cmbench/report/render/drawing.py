@@ -1,0 +1,139 @@
+"""How a report's pages are drawn into PDF documents: here, or in a pool of processes.
+
+A drawing strategy is a callable ``draw(pages, meta, svg) -> Drawn`` taking
+``(index, Page)`` pairs and the indices of the pages whose figure the HTML
+report shows as SVG; `pdf.write_report` is handed one and merges the
+documents it returns. `draw_here` draws every page in this process, in one
+document; `Pool` spreads the pages over worker processes of a
+`concurrent.futures.ProcessPoolExecutor`, one document per worker, started by
+cmbench's forkserver where the platform has it, else spawned
+(`cmbench.forking.context`); a worker ends with the process that owns the pool
+(`cmbench.forking.exit_with_parent`). A worker that raises makes
+`Pool.__call__` raise that error; one that dies raises
+`concurrent.futures.process.BrokenProcessPool`. A page drawn for the PDF gives
+its SVG in the same pass, so that the HTML does not compute it again.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Collection, Sequence
+
+from ..layout import Page
+
+__all__ = ["draw_here", "Pool", "draw_document", "svg_of", "POOL_COST"]
+
+#: Pages to draw, in `Page.cost` units (a page of curves is 1, about 0.25 s), below which a
+#: `Pool` draws here: its workers import matplotlib, xarray and pandas first (about 1.1 s each)
+#: and embed the fonts once per document, so few pages are drawn sooner, and with a third of
+#: the CPU, in this process (a new estimator on the paper suite redraws pages of cost 8.2;
+#: the whole report costs 21.2).
+POOL_COST = 12.0
+
+#: ``(page indices, their PDF document, SVG of the pages asked for by index)`` per document
+Drawn = list[tuple[list[int], bytes, dict[int, str]]]
+Strategy = Callable[[Sequence[tuple[int, Page]], dict, Collection[int]], Drawn]
+
+
+def draw_document(records: Sequence[tuple], meta: dict, drawn: Callable | None = None,
+                  svg: Collection[int] = ()) -> tuple[bytes, dict[int, str]]:
+    """One PDF document of pages given as ``(record, draw)`` pairs, drawn with the report's rc
+    settings, and the SVG (`svg_of`) of the pages at the positions ``svg``; ``drawn(k, figure)``
+    is called with each page's figure once it is in the document."""
+    import matplotlib
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    from ..style import RC
+
+    buf = io.BytesIO()
+    svgs = {}
+    with matplotlib.rc_context(RC), PdfPages(buf, metadata=meta) as pdf:
+        for k, (record, draw) in enumerate(records):
+            fig = draw(record)
+            pdf.savefig(fig)
+            if k in svg:
+                svgs[k] = svg_of(fig)
+            if drawn is not None:
+                drawn(k, fig)
+            fig.clear()
+    return buf.getvalue(), svgs
+
+
+def svg_of(fig) -> str:
+    """A figure as inline SVG (no XML prolog, no date: the same figure gives the same SVG)."""
+    import matplotlib
+
+    # Text as SVG text, not outlines: the browser sets it (it can be selected and searched)
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    svg = buf.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+def _task(group: Sequence[tuple[int, Page]], svg: Collection[int]) -> tuple[list, set]:
+    """`draw_document`'s records and SVG positions for the pages of ``group``."""
+    return [(p.record, p.draw) for _, p in group], {k for k, (i, _) in enumerate(group) if i in svg}
+
+
+def _result(group: Sequence[tuple[int, Page]], done: tuple[bytes, dict]) -> tuple[list[int], bytes, dict]:
+    blob, svgs = done
+    return [i for i, _ in group], blob, {group[k][0]: s for k, s in svgs.items()}
+
+
+def draw_here(pages: Sequence[tuple[int, Page]], meta: dict, svg: Collection[int] = ()) -> Drawn:
+    """Every page in this process, into one document."""
+    if not pages:
+        return []
+    records, at = _task(pages, svg)
+    return [_result(pages, draw_document(records, meta, None, at))]
+
+
+def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Page]]]:
+    """``n`` groups of about equal drawing cost (`Page.cost`), the costliest pages placed first."""
+    groups: list[list[tuple[int, Page]]] = [[] for _ in range(max(1, n))]
+    load = [0.0] * len(groups)
+    for item in sorted(pages, key=lambda ip: -ip[1].cost):
+        k = load.index(min(load))
+        groups[k].append(item)
+        load[k] += item[1].cost
+    return [g for g in groups if g]
+
+
+class Pool(contextlib.AbstractContextManager):
+    """``workers`` processes that draw pages; a context manager (the pool ends on exit).
+
+    The processes start on first use, so a report whose pages are all kept
+    (`pagecache`), or that has fewer than `POOL_COST` to draw, starts none.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, int(workers))
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            from ...forking import context, exit_with_parent
+
+            # cmbench's one forkserver (else spawn); a worker ends with this process, even killed
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context(),
+                                             initializer=exit_with_parent, initargs=(os.getpid(),))
+        return self._pool
+
+    def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict, svg: Collection[int] = ()) -> Drawn:
+        groups = split(pages, self.workers)
+        if len(groups) <= 1 or sum(p.cost for _, p in pages) < POOL_COST:
+            return draw_here(pages, meta, svg)
+        pool = self._executor()
+        futures = []
+        for g in groups:
+            records, at = _task(g, svg)
+            futures.append((g, pool.submit(draw_document, records, meta, None, at)))
+        return [_result(g, f.result()) for g, f in futures]
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

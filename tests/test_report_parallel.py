@@ -1,0 +1,136 @@
+"""The report step with a process pool (`cmbench.report.render.drawing.Pool`): the same reports as drawn in
+one process, the page cache kept and reused, a failing page reported without a half-written
+report, and no worker left behind by a killed parent."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from cmbench.report.render import drawing
+from cmbench.report.layout import Page
+from cmbench.report.suite_step import write_suite_reports
+
+from conftest import alive, survivors
+from test_report import make_cube, pdf_pages_text
+
+ADVERSARIES = ("min-rho", "random-rho")
+
+
+def _run(tmp_path: Path, name: str, ds, workers: int, cache: Path | None = None) -> SimpleNamespace:
+    """A finished run's outputs (as the runner gives them) for ``ds``, its reports written."""
+    from cmbench.cube import save
+    from cmbench.stamps import content_digest
+
+    folder = tmp_path / name
+    cube = save(ds, folder / "smoke" / "synthetic.nc")
+    outputs = SimpleNamespace(cubes=(cube,), digests=(content_digest(ds),), report=folder / "smoke",
+                              cache=cache or folder / "smoke" / ".cache")
+    write_suite_reports(outputs, workers=workers)
+    return outputs
+
+
+def _texts(path: Path) -> list[str]:
+    """The pages' text, without when and where (folder) the report was written."""
+    return [re.sub(r"Report written \S+|\(read from [^)]*\)", "", t) for t in pdf_pages_text(path)]
+
+
+def _index(cache: Path) -> dict:
+    return json.loads((cache / "pages" / "index.json").read_text())["pages"]
+
+
+@pytest.fixture
+def pool_always(monkeypatch):
+    """A `drawing.Pool` that draws even a small report in its processes."""
+    monkeypatch.setattr(drawing, "POOL_COST", 0.0)
+
+
+def test_a_pool_writes_the_reports_that_one_process_writes(tmp_path, pool_always):
+    ds = make_cube(adversaries=ADVERSARIES)
+    serial = _run(tmp_path, "serial", ds, workers=1)
+    parallel = _run(tmp_path, "parallel", ds, workers=2)
+    a, b = (Path(f"{o.report}.pdf") for o in (serial, parallel))
+    assert len(pdf_pages_text(b)) == len(pdf_pages_text(a)) > 8
+    assert _texts(b) == _texts(a)  # the same pages, in the same order
+    docs = {loc[0] for loc in _index(parallel.cache).values()}
+    assert len(docs) == 2  # one document per worker, kept by the cache
+    assert {p.stem for p in (parallel.cache / "pages").glob("*.pdf")} == docs
+    assert not [p for p in b.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_a_rerun_takes_the_pools_pages_from_the_cache(tmp_path, pool_always):
+    ds = make_cube(adversaries=ADVERSARIES)
+    first = _run(tmp_path, "a", ds, workers=2)
+    before = _index(first.cache)
+    changed = ds.copy(deep=True)  # one method's l2 error under one adversary
+    sel = dict(adversary="random-rho", recoverer="none", estimator="mean")
+    changed["l2"].loc[sel] = changed["l2"].loc[sel] * 3
+    second = _run(tmp_path, "a", changed, workers=2, cache=first.cache)
+    after = _index(second.cache)
+    kept = {d for d in after if d in before and after[d] == before[d]}
+    assert kept and len(kept) >= len(after) - 4  # only the pages whose data changed were drawn again
+    fresh = _run(tmp_path, "fresh", changed, workers=1)
+    assert _texts(Path(f"{second.report}.pdf")) == _texts(Path(f"{fresh.report}.pdf"))
+
+
+def _explode(record):
+    raise ValueError("this page cannot be drawn")
+
+
+def _blank(record):
+    from matplotlib.figure import Figure
+
+    return Figure()
+
+
+def test_a_page_that_fails_in_a_worker_raises_its_error_here(pool_always):
+    pages = [(0, Page("boom", 1, _explode, cost=2.0)), (1, Page("ok", 2, _blank))]
+    with drawing.Pool(2) as pool, pytest.raises(ValueError, match="this page cannot be drawn"):
+        pool(pages, {})
+
+
+def test_a_failed_drawing_writes_no_report(tmp_path, monkeypatch):
+    from cmbench.report import write_report
+
+    def broken(pages, meta, svg=()):
+        raise ValueError("this page cannot be drawn")
+
+    with pytest.raises(ValueError):
+        write_report([make_cube()], tmp_path / "r.pdf", draw=broken)
+    assert not list(tmp_path.iterdir())
+
+
+ORPHAN_PARENT = """
+import os, sys, time
+from cmbench.report.render.drawing import Pool
+pool = Pool(2)
+ex = pool._executor()
+pids = set()
+while len(pids) < 2:
+    pids |= {f.result() for f in [ex.submit(os.getpid) for _ in range(8)]}
+print(" ".join(map(str, pids)), flush=True)
+time.sleep(120)  # killed by the test meanwhile: the pool is never shut down
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds processes in /proc")
+def test_pool_workers_do_not_outlive_a_sigkilled_parent():
+    import signal
+
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT], stdout=subprocess.PIPE, text=True)
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    try:
+        assert len(pids) == 2 and all(alive(p) for p in pids)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        left = survivors(pids, within=20)
+    assert not left, f"report workers {left} outlived their killed parent"
