@@ -341,7 +341,6 @@ def params_of(ds: "xr.Dataset") -> dict[str, list[str]]:
     return {dim: out[dim] for dim in PARAM_DIMS if dim in out}  # in the cube's dim order
 
 
-@functools.lru_cache(maxsize=1)
 def environment() -> dict:
     """What computed the numbers: Python, numpy, scipy, the BLAS and the CPU.
 
@@ -352,9 +351,14 @@ def environment() -> dict:
     -------
     dict of strings: ``python``, ``numpy``, ``scipy``, ``blas`` (each library
     threadpoolctl finds: its API, version, kernel architecture and threading
-    layer), ``cpu`` (model name and logical cores), ``platform``. Computed once per process
-    (listing the BLAS libraries walks every shared object loaded): do not modify it.
+    layer), ``cpu`` (model name and logical cores), ``platform``; a copy of what was found
+    once per process (listing the BLAS libraries walks every shared object loaded).
     """
+    return dict(_environment())
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> dict:
     import sys
 
     import scipy
