@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from cache import bench_folder, child_env, suite_args, timed  # the sibling benchmark: one home for these
+from cache import adopt_orphans, bench_folder, child_env, reap_orphans, suite_args, timed  # the sibling benchmark: one home for these
 
 #: the report step of one run, in a subprocess: argv = suite, plugin, run folder, workers
 STEP = r"""
@@ -52,6 +53,7 @@ outputs = SimpleNamespace(cubes=tuple(folder / loaded.name / f"{n}.nc" for n in 
                           digests=tuple(content_digest(ds) for ds in cubes.values()),
                           report=folder / loaded.name, cache=folder / loaded.name / ".cache")
 self0, kids0 = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+pre = sum(r.ru_utime + r.ru_stime for r in (self0, kids0))
 start = time.perf_counter()
 from cmbench.report.suite_step import write_suite_reports
 from cmbench.report.content.summary import summary_lines
@@ -59,11 +61,8 @@ write_suite_reports(outputs, workers=workers)
 with contextlib.redirect_stdout(io.StringIO()):
     for line in summary_lines(cubes, plugins=[plugin] if plugin else []):
         print(line)
-    cli._print_claims(cubes, dict(zip(names, outputs.digests)))
-wall = time.perf_counter() - start
-self1, kids1 = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-cpu = sum(b.ru_utime - a.ru_utime + b.ru_stime - a.ru_stime for a, b in ((self0, self1), (kids0, kids1)))
-print(json.dumps({"wall": wall, "cpu": cpu}))
+    cli._print_claims(cubes)
+print(json.dumps({"wall": time.perf_counter() - start, "pre": pre}))
 """
 
 
@@ -93,18 +92,29 @@ def report_step(suite: str, plugin: str, run: Path, pages: Path | None, workers:
     if pages is not None:
         shutil.copytree(pages, cache / "pages")
     before = {p.name for p in (cache / "pages").glob("*.pdf")} if pages is not None else set()
+    # run from the copy's folder: `python -c` puts its working folder first on sys.path, and a
+    # cmbench source folder there would shadow the installed package (a non-editable install)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-c", STEP, suite, plugin, str(folder), str(workers)],
-                          env=child_env(),
-                          capture_output=True, text=True)
+                          env=child_env(), cwd=folder, capture_output=True, text=True)
+    # The drawing pool's workers are the forkserver's children, and the forkserver ends after
+    # the step's process: their CPU counts only here, once they are reaped (`adopt_orphans`).
+    # The step's CPU is all of it but what its process spent before the timed part; a
+    # forkserver started before that part (the plugin's import check) counts in every row.
+    reap_orphans()
+    used = sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f) - getattr(used, f)
+               for f in ("ru_utime", "ru_stime"))
     if proc.returncode != 0:
         sys.exit(f"the report step failed:\n{proc.stderr[-3000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["cpu"] = used - result.pop("pre")
     result["pages"] = pages_drawn(cache, before)
     result["kept"] = cache / "pages"
     return result
 
 
 def main() -> None:
+    adopt_orphans()
     args = suite_args(__doc__)
     load_before = f"{os.getloadavg()[0]:.1f}"
     with bench_folder("cmbench-report-bench-", args) as (tmp, plugin, base):
