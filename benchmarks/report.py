@@ -35,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from cache import adopt_orphans, bench_folder, child_env, reap_orphans, suite_args, timed  # the sibling benchmark: one home for these
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark, also under PYTHONSAFEPATH
+from cache import adopt_orphans, bench_folder, child_env, reap_orphans, suite_args, timed  # noqa: E402  (one home for these)
 
 #: the report step of one run, in a subprocess: argv = suite, plugin, run folder, workers
 STEP = r"""
