@@ -28,7 +28,7 @@ PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.(pdf|svg)|index\.json|reports\.json)$")
 TEMP_FILE = re.compile(r"^\..+\.tmp$")
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary name in the same folder, then rename it over ``path``.
 
     A killed process cannot leave a renamed file half-written, so cache
@@ -40,13 +40,9 @@ def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
     ----------
     path : the file to write; its folder must exist.
     data : its whole content.
-    durable : sync the file to disk before the rename.
     """
-    with replaced(path, prefix=f".{path.name}.", umask=False) as tmp, open(tmp, "wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
+    with replaced(path, prefix=f".{path.name}.", umask=False) as tmp:
+        tmp.write_bytes(data)
 
 
 @contextmanager
