@@ -601,8 +601,6 @@ def read_table(path: Path | str) -> tuple[dict[str, np.ndarray], dict]:
                     else:
                         cols.append(npz[f"{name}.{j}.raw"])
                 arrays[name] = np.stack(cols, axis=1).reshape(spec["shape"])
-    except DataError:
-        raise
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: cannot read the table ({type(exc).__name__}: {exc})") from None
     return arrays, meta
