@@ -53,6 +53,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import urllib.error
@@ -142,8 +143,6 @@ CHUNK = 1 << 20
 
 
 def _kind_of(mode: int) -> str:
-    import stat
-
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
@@ -177,8 +176,6 @@ def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
         One line naming the file and why: absent, unreadable, not a regular
         file, or larger than the limit.
     """
-    import stat
-
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
