@@ -481,12 +481,8 @@ def _parse_toml(path: Path, raw: bytes) -> dict:
         raise SuiteError(f"{path}:{line}:{col}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
                          "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
-        raise SuiteError(f"{path}:{_toml_location(raw, exc)}: invalid TOML: {_toml_message(exc)}") from None
-
-
-def _toml_message(exc: Exception) -> str:
-    msg = getattr(exc, "msg", None) or str(exc)
-    return msg.split(" (at ")[0]
+        msg = (getattr(exc, "msg", None) or str(exc)).split(" (at ")[0]
+        raise SuiteError(f"{path}:{_toml_location(raw, exc)}: invalid TOML: {msg}") from None
 
 
 def _toml_location(raw: bytes, exc: Exception) -> str:
