@@ -216,16 +216,14 @@ def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = No
                                 f"inside {root}, which could lead outside it; remove the link")
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         for parent in path.parents:  # the nearest existing folder on the way must be a folder
             if parent.exists() or parent.is_symlink():
                 if not parent.is_dir():
-                    raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, not a folder")
+                    raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, "
+                                    "not a folder") from None
                 break
         return path
-    except NotADirectoryError:
-        parent = next(p for p in path.parents if p.exists() and not p.is_dir())
-        raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, not a folder") from None
     except OSError:
         return path  # the write itself reports an unreadable path, naming it
     if kind == "folder" or stat.S_ISDIR(st.st_mode):
