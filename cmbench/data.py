@@ -731,7 +731,7 @@ def verify(dataset: Dataset, *, progress: bool = True) -> Verification:
     DataError
         The data set ships no table, a download failed, or the download cannot be parsed.
     """
-    if getattr(dataset, "table", None) is None or _shipped(dataset) is None:
+    if _shipped(dataset) is None:  # also None when the data set declares no table
         raise DataError(f"data set {dataset.name} ships no table to verify against; "
                         f"`cmbench datasets fetch {dataset.name}` downloads and checks its files")
     shipped, _ = read_table(dataset.table.path)
