@@ -53,6 +53,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import urllib.error
@@ -142,8 +143,6 @@ CHUNK = 1 << 20
 
 
 def _kind_of(mode: int) -> str:
-    import stat
-
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
@@ -177,8 +176,6 @@ def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
         One line naming the file and why: absent, unreadable, not a regular
         file, or larger than the limit.
     """
-    import stat
-
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -601,8 +598,6 @@ def read_table(path: Path | str) -> tuple[dict[str, np.ndarray], dict]:
                     else:
                         cols.append(npz[f"{name}.{j}.raw"])
                 arrays[name] = np.stack(cols, axis=1).reshape(spec["shape"])
-    except DataError:
-        raise
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: cannot read the table ({type(exc).__name__}: {exc})") from None
     return arrays, meta
@@ -736,7 +731,7 @@ def verify(dataset: Dataset, *, progress: bool = True) -> Verification:
     DataError
         The data set ships no table, a download failed, or the download cannot be parsed.
     """
-    if getattr(dataset, "table", None) is None or _shipped(dataset) is None:
+    if _shipped(dataset) is None:  # also None when the data set declares no table
         raise DataError(f"data set {dataset.name} ships no table to verify against; "
                         f"`cmbench datasets fetch {dataset.name}` downloads and checks its files")
     shipped, _ = read_table(dataset.table.path)

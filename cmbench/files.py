@@ -28,7 +28,7 @@ PAGE_FILE = re.compile(r"^([0-9a-f]{64}\.(pdf|svg)|index\.json|reports\.json)$")
 TEMP_FILE = re.compile(r"^\..+\.tmp$")
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary name in the same folder, then rename it over ``path``.
 
     A killed process cannot leave a renamed file half-written, so cache
@@ -40,13 +40,9 @@ def atomic_write(path: Path, data: bytes, durable: bool = False) -> None:
     ----------
     path : the file to write; its folder must exist.
     data : its whole content.
-    durable : sync the file to disk before the rename.
     """
-    with replaced(path, prefix=f".{path.name}.", umask=False) as tmp, open(tmp, "wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
+    with replaced(path, prefix=f".{path.name}.", umask=False) as tmp:
+        tmp.write_bytes(data)
 
 
 @contextmanager
@@ -212,8 +208,6 @@ def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = No
             rel = absolute.relative_to(base)
         except ValueError:
             raise UserError(f"{path}: cmbench will not {verb} it: it lies outside {root}") from None
-        if ".." in rel.parts:
-            raise UserError(f"{path}: cmbench will not {verb} it: it lies outside {root}")
         step = base
         for part in rel.parts:
             step = step / part
@@ -222,16 +216,14 @@ def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = No
                                 f"inside {root}, which could lead outside it; remove the link")
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         for parent in path.parents:  # the nearest existing folder on the way must be a folder
             if parent.exists() or parent.is_symlink():
                 if not parent.is_dir():
-                    raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, not a folder")
+                    raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, "
+                                    "not a folder") from None
                 break
         return path
-    except NotADirectoryError:
-        parent = next(p for p in path.parents if p.exists() and not p.is_dir())
-        raise UserError(f"{path}: cmbench will not {verb} it: {parent} is a file, not a folder") from None
     except OSError:
         return path  # the write itself reports an unreadable path, naming it
     if kind == "folder" or stat.S_ISDIR(st.st_mode):

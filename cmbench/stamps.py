@@ -62,9 +62,7 @@ class Stamps:
         stamp = self.table.get(str(Path(output).resolve()))
         if not isinstance(stamp, dict) or stamp.get("digest") != digest:
             return None
-        if stamp.get("sha256") != sha256_of(Path(output)):
-            return None
-        return stamp
+        return stamp if stamp.get("sha256") == sha256_of(Path(output)) else None
 
     def record(self, output: Path, digest: str, **extra) -> None:
         """Stamp ``output`` (as it is on disk now) as made from ``digest``; ``extra`` is kept with it."""

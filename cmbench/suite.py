@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import itertools
 import os
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
@@ -20,7 +22,7 @@ import tomllib
 from .components import Component
 from .errors import PluginError, SuiteError, UserError
 from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
-                      is_file_spec, load_plugins, plugin_file_problem, shipped_key)
+                      is_file_spec, load_plugins, plugin_file_problem, ship, shipped_key)
 
 #: the largest suite seed: the cube stores it as a netCDF attribute of type int64
 MAX_SEED = 2 ** 63 - 1
@@ -376,10 +378,6 @@ def _plugin_spec(p: Any, shipped: Mapping[str, bytes]) -> Any:
     """A plugin as a suite keeps it: a file as its absolute path, a module name as it is,
     an object (and ``"__main__"``, the notebook's or script's own module) as a
     `cmbench.plugins.ShippedPlugin`."""
-    import sys
-
-    from .plugins import ship
-
     if isinstance(p, str) and p == "__main__" and "__main__" in sys.modules:
         p = sys.modules["__main__"]  # a worker's own __main__ is not this one (a notebook's): by value
     if isinstance(p, (str, os.PathLike)):
@@ -483,12 +481,8 @@ def _parse_toml(path: Path, raw: bytes) -> dict:
         raise SuiteError(f"{path}:{line}:{col}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
                          "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
-        raise SuiteError(f"{path}:{_toml_location(raw, exc)}: invalid TOML: {_toml_message(exc)}") from None
-
-
-def _toml_message(exc: Exception) -> str:
-    msg = getattr(exc, "msg", None) or str(exc)
-    return msg.split(" (at ")[0]
+        msg = (getattr(exc, "msg", None) or str(exc)).split(" (at ")[0]
+        raise SuiteError(f"{path}:{_toml_location(raw, exc)}: invalid TOML: {msg}") from None
 
 
 def _toml_location(raw: bytes, exc: Exception) -> str:
@@ -651,8 +645,6 @@ def _entries(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> list[Entry]
     for key, values in axes:
         if not values:
             raise ctx.at(key).error("an empty list of values; give at least one")
-    import itertools
-
     base = item.get("label", item["name"])
     entries = []
     for combo in itertools.product(*(values for _, values in axes)):
