@@ -23,7 +23,6 @@ from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .nanstats import nanquantile  # noqa: E402 (column quantiles with hidden entries, for estimators)
 
 if TYPE_CHECKING:
-    import pandas
     import xarray
 
     from .bundle import WorkerSetupError
