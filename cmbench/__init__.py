@@ -152,9 +152,8 @@ def run_suite(
     Interrupted
         Ctrl-C during the sweep (finished units are kept).
     """
-    from .runner import Progress as _Progress, run_suite as _run
+    from .runner import run_suite as _run
 
-    stats = stats if stats is not None else _Progress()
     options = {}
     if report:
         from .report.suite_step import report_step
