@@ -477,7 +477,26 @@ def check_component(kind: str, decl: Component, seed: int = 0,
     previous, _LIMIT[0] = _LIMIT[0], timeout
     _TIMED_OUT[0] = False
     try:
-        return _check_component(kind, decl, seed)
+        failures: dict = {}  # check -> first reason
+        skipped: list = []
+        ran = 0
+        for ran, (label, probe) in enumerate(_probes(kind, decl, seed), 1):
+            for check, reason in probe.problems.items():
+                failures.setdefault(check, f"{reason} [{label}]")
+            if probe.undefined:
+                skipped.append(f"{label}: {probe.undefined}")
+        results = []
+        for check in CHECKS[kind]:
+            if check == PARAMS:
+                problem = params_problem(decl)
+                results.append(Result(kind, decl.name, check, FAIL if problem else PASS, problem))
+            elif check in failures:
+                results.append(Result(kind, decl.name, check, FAIL, failures[check]))
+            elif len(skipped) == ran and ran:
+                results.append(Result(kind, decl.name, check, SKIP, skipped[0]))
+            else:
+                results.append(Result(kind, decl.name, check, PASS))
+        return results
     finally:
         _LIMIT[0] = previous
         _TIMED_OUT[0] = False
@@ -505,29 +524,6 @@ def _probes(kind: str, decl: Component, seed: int) -> Iterator[tuple[str, Probe]
         for label, cov in (("covariance known", np.cov(X.T)), ("covariance unknown", None)):
             data = Data(X=X, mean=mu, cov=cov, structure=A, rank=2)
             yield label, probe_metric(decl, mu + rng.normal(size=6), data)
-
-
-def _check_component(kind: str, decl: Component, seed: int) -> list[Result]:
-    failures: dict = {}  # check -> first reason
-    skipped: list = []
-    ran = 0
-    for ran, (label, probe) in enumerate(_probes(kind, decl, seed), 1):
-        for check, reason in probe.problems.items():
-            failures.setdefault(check, f"{reason} [{label}]")
-        if probe.undefined:
-            skipped.append(f"{label}: {probe.undefined}")
-    results = []
-    for check in CHECKS[kind]:
-        if check == PARAMS:
-            problem = params_problem(decl)
-            results.append(Result(kind, decl.name, check, FAIL if problem else PASS, problem))
-        elif check in failures:
-            results.append(Result(kind, decl.name, check, FAIL, failures[check]))
-        elif len(skipped) == ran and ran:
-            results.append(Result(kind, decl.name, check, SKIP, skipped[0]))
-        else:
-            results.append(Result(kind, decl.name, check, PASS))
-    return results
 
 
 def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str] = ()
