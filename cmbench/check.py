@@ -378,14 +378,10 @@ def params_problem(decl: Component) -> str:
         sig = inspect.signature(decl.fn)
     except (TypeError, ValueError):
         return ""
-    wrong = []
-    for key, value in decl.params.items():
-        p = sig.parameters.get(key)
-        if p is None or p.default is inspect.Parameter.empty:
-            continue
-        if not _equal_default(value, p.default):
-            wrong.append(f"params[{key!r}] = {value!r} but the signature's default is {p.default!r}")
-    return "; ".join(wrong)
+    return "; ".join(f"params[{key!r}] = {value!r} but the signature's default is {p.default!r}"
+                     for key, value in decl.params.items()
+                     if (p := sig.parameters.get(key)) is not None and p.default is not p.empty
+                     and not _equal_default(value, p.default))
 
 
 def _equal_default(a: Any, b: Any) -> bool:
