@@ -485,7 +485,7 @@ def plugin_file_problem(path: Path) -> str:
     return ""
 
 
-def _text_problem(path: Path, raw: bytes) -> str:
+def _text_problem(raw: bytes) -> str:
     if b"\0" in raw:
         return "is not a text file (it holds NUL bytes)"
     try:
@@ -625,7 +625,7 @@ def resolve_plugin(spec: str, base: Path | None = None,
         problem = plugin_file_problem(path)
         if not problem:
             raw = path.read_bytes()
-            problem = _text_problem(path, raw)
+            problem = _text_problem(raw)
         if problem:
             raise PluginError(f"plugin file {path} {problem}")
         preflight(path, raw)
