@@ -686,8 +686,7 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
         loader.add(plugin, Source(label, version))
     for spec in extra:
         if isinstance(spec, (str, os.PathLike)):
-            module, source = resolve_plugin(spec, base, files)
-            loader.add(module, source)
+            loader.add(*resolve_plugin(spec, base, files))
         elif any(spec is p or (isinstance(spec, ShippedPlugin) and spec.obj is p)
                  for _, p in loader.pm.list_name_plugin()):  # (not get_plugins: a set, and objects may not hash)
             continue  # a built-in or entry-point module given again as an object
