@@ -753,14 +753,11 @@ def describe_params(decl: Component) -> list[dict]:
     names = list(decl.params) + [k for k in (*decl.choices, *decl.ranges) if k not in decl.params]
     if isinstance(decl, Recoverer):  # every recoverer takes the rank hint, which a suite may set
         names.append("rank")
-    rows = []
-    for key in dict.fromkeys(names):
-        default = decl.params.get(key, None)
-        rows.append({"name": key,
-                     "default": "(the data set's rank)" if key not in decl.params else repr(default),
-                     "choices": ", ".join(map(repr, decl.choices[key])) if key in decl.choices else "",
-                     "range": format_range(decl.ranges[key]) if key in decl.ranges else ""})
-    return rows
+    return [{"name": key,
+             "default": "(the data set's rank)" if key not in decl.params else repr(decl.params[key]),
+             "choices": ", ".join(map(repr, decl.choices[key])) if key in decl.choices else "",
+             "range": format_range(decl.ranges[key]) if key in decl.ranges else ""}
+            for key in dict.fromkeys(names)]
 
 
 def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
