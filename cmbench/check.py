@@ -129,17 +129,15 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     that two calls with the same ``rng`` but different ``noise`` differ only if
     the component draws from somewhere other than its ``rng``.
     """
-    out = _Call()
     if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
-        out.error = f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s"
-        return out
+        return _Call(error=f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s")
     copies = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     np.random.seed(noise)
     random.seed(noise)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
         outcome = guarded_call(fn, _LIMIT[0], *copies, **kwargs)
-    out.value, out.user_error = outcome.value, outcome.user_error
+    out = _Call(value=outcome.value, user_error=outcome.user_error)
     if outcome.status in (UNDEFINED, NOT_APPLICABLE):
         out.undefined = f"{'Undefined' if outcome.status == UNDEFINED else 'NotApplicable'}: {outcome.error}"
     elif outcome.status == TIMEOUT_STATUS:
