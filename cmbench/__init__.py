@@ -23,7 +23,6 @@ from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .nanstats import nanquantile  # noqa: E402 (column quantiles with hidden entries, for estimators)
 
 if TYPE_CHECKING:
-    import pandas
     import xarray
 
     from .bundle import WorkerSetupError
@@ -153,9 +152,8 @@ def run_suite(
     Interrupted
         Ctrl-C during the sweep (finished units are kept).
     """
-    from .runner import Progress as _Progress, run_suite as _run
+    from .runner import run_suite as _run
 
-    stats = stats if stats is not None else _Progress()
     options = {}
     if report:
         from .report.suite_step import report_step

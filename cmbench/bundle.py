@@ -274,7 +274,7 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
+    except OSError:
         return True  # another user's process, or a platform without signal 0: leave it
     return True
 

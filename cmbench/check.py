@@ -68,7 +68,6 @@ CHECKS = {
         "returns a real number, 0 at the true mean, >= 0 elsewhere (NaN allowed)",
         UNMODIFIED, "same value twice", PARAMS),
 }
-OUTPUT = {kind: checks[0] for kind, checks in CHECKS.items()}
 BUDGETS = (0.05, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -130,17 +129,15 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     that two calls with the same ``rng`` but different ``noise`` differ only if
     the component draws from somewhere other than its ``rng``.
     """
-    out = _Call()
     if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
-        out.error = f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s"
-        return out
+        return _Call(error=f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s")
     copies = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     np.random.seed(noise)
     random.seed(noise)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
         outcome = guarded_call(fn, _LIMIT[0], *copies, **kwargs)
-    out.value, out.user_error = outcome.value, outcome.user_error
+    out = _Call(value=outcome.value, user_error=outcome.user_error)
     if outcome.status in (UNDEFINED, NOT_APPLICABLE):
         out.undefined = f"{'Undefined' if outcome.status == UNDEFINED else 'NotApplicable'}: {outcome.error}"
     elif outcome.status == TIMEOUT_STATUS:
@@ -218,7 +215,7 @@ def probe_estimator(decl: Estimator, X: np.ndarray, seed: int, params: Optional[
     X = np.asarray(X, dtype=float)
     probe = Probe()
     out = _twice(probe, decl.fn, (X,), seed, **params)
-    check = OUTPUT["estimators"]
+    check = CHECKS["estimators"][0]
     if _no_value(probe, out, check):
         if out.undefined and not np.isnan(X).any():
             probe.fail(check, f"{out.undefined} on data without missing entries")
@@ -379,14 +376,10 @@ def params_problem(decl: Component) -> str:
         sig = inspect.signature(decl.fn)
     except (TypeError, ValueError):
         return ""
-    wrong = []
-    for key, value in decl.params.items():
-        p = sig.parameters.get(key)
-        if p is None or p.default is inspect.Parameter.empty:
-            continue
-        if not _equal_default(value, p.default):
-            wrong.append(f"params[{key!r}] = {value!r} but the signature's default is {p.default!r}")
-    return "; ".join(wrong)
+    return "; ".join(f"params[{key!r}] = {value!r} but the signature's default is {p.default!r}"
+                     for key, value in decl.params.items()
+                     if (p := sig.parameters.get(key)) is not None and p.default is not p.empty
+                     and not _equal_default(value, p.default))
 
 
 def _equal_default(a: Any, b: Any) -> bool:
@@ -477,7 +470,26 @@ def check_component(kind: str, decl: Component, seed: int = 0,
     previous, _LIMIT[0] = _LIMIT[0], timeout
     _TIMED_OUT[0] = False
     try:
-        return _check_component(kind, decl, seed)
+        failures: dict = {}  # check -> first reason
+        skipped: list = []
+        ran = 0
+        for ran, (label, probe) in enumerate(_probes(kind, decl, seed), 1):
+            for check, reason in probe.problems.items():
+                failures.setdefault(check, f"{reason} [{label}]")
+            if probe.undefined:
+                skipped.append(f"{label}: {probe.undefined}")
+        results = []
+        for check in CHECKS[kind]:
+            if check == PARAMS:
+                problem = params_problem(decl)
+                results.append(Result(kind, decl.name, check, FAIL if problem else PASS, problem))
+            elif check in failures:
+                results.append(Result(kind, decl.name, check, FAIL, failures[check]))
+            elif len(skipped) == ran and ran:
+                results.append(Result(kind, decl.name, check, SKIP, skipped[0]))
+            else:
+                results.append(Result(kind, decl.name, check, PASS))
+        return results
     finally:
         _LIMIT[0] = previous
         _TIMED_OUT[0] = False
@@ -505,29 +517,6 @@ def _probes(kind: str, decl: Component, seed: int) -> Iterator[tuple[str, Probe]
         for label, cov in (("covariance known", np.cov(X.T)), ("covariance unknown", None)):
             data = Data(X=X, mean=mu, cov=cov, structure=A, rank=2)
             yield label, probe_metric(decl, mu + rng.normal(size=6), data)
-
-
-def _check_component(kind: str, decl: Component, seed: int) -> list[Result]:
-    failures: dict = {}  # check -> first reason
-    skipped: list = []
-    ran = 0
-    for ran, (label, probe) in enumerate(_probes(kind, decl, seed), 1):
-        for check, reason in probe.problems.items():
-            failures.setdefault(check, f"{reason} [{label}]")
-        if probe.undefined:
-            skipped.append(f"{label}: {probe.undefined}")
-    results = []
-    for check in CHECKS[kind]:
-        if check == PARAMS:
-            problem = params_problem(decl)
-            results.append(Result(kind, decl.name, check, FAIL if problem else PASS, problem))
-        elif check in failures:
-            results.append(Result(kind, decl.name, check, FAIL, failures[check]))
-        elif len(skipped) == ran and ran:
-            results.append(Result(kind, decl.name, check, SKIP, skipped[0]))
-        else:
-            results.append(Result(kind, decl.name, check, PASS))
-    return results
 
 
 def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str] = ()
@@ -601,7 +590,7 @@ def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int
     while (ended := _check_in_child(plugins, names, seed, timeout, done, emit)) is not None:
         kind, name, how = ended
         done.add((kind, name))
-        emit(Result(kind, name, OUTPUT[kind], FAIL, how))
+        emit(Result(kind, name, CHECKS[kind][0], FAIL, how))
     return results
 
 

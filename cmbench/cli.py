@@ -195,9 +195,9 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
                    err=True)
     counts = collections.Counter()
     failed = []
-    for name, ds in cubes.items():
+    for ds in cubes.values():
         counts.update(ds["status"].values.ravel().tolist())
-        failed += [dict(row, experiment=name) for row in failures(ds)]
+        failed += failures(ds)
     suite_name = next(iter(cubes.values())).attrs["suite"] if cubes else suite
     from .report.content.summary import summary_lines
 

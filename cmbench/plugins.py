@@ -485,7 +485,7 @@ def plugin_file_problem(path: Path) -> str:
     return ""
 
 
-def _text_problem(path: Path, raw: bytes) -> str:
+def _text_problem(raw: bytes) -> str:
     if b"\0" in raw:
         return "is not a text file (it holds NUL bytes)"
     try:
@@ -625,7 +625,7 @@ def resolve_plugin(spec: str, base: Path | None = None,
         problem = plugin_file_problem(path)
         if not problem:
             raw = path.read_bytes()
-            problem = _text_problem(path, raw)
+            problem = _text_problem(raw)
         if problem:
             raise PluginError(f"plugin file {path} {problem}")
         preflight(path, raw)
@@ -686,8 +686,7 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
         loader.add(plugin, Source(label, version))
     for spec in extra:
         if isinstance(spec, (str, os.PathLike)):
-            module, source = resolve_plugin(spec, base, files)
-            loader.add(module, source)
+            loader.add(*resolve_plugin(spec, base, files))
         elif any(spec is p or (isinstance(spec, ShippedPlugin) and spec.obj is p)
                  for _, p in loader.pm.list_name_plugin()):  # (not get_plugins: a set, and objects may not hash)
             continue  # a built-in or entry-point module given again as an object
@@ -754,14 +753,11 @@ def describe_params(decl: Component) -> list[dict]:
     names = list(decl.params) + [k for k in (*decl.choices, *decl.ranges) if k not in decl.params]
     if isinstance(decl, Recoverer):  # every recoverer takes the rank hint, which a suite may set
         names.append("rank")
-    rows = []
-    for key in dict.fromkeys(names):
-        default = decl.params.get(key, None)
-        rows.append({"name": key,
-                     "default": "(the data set's rank)" if key not in decl.params else repr(default),
-                     "choices": ", ".join(map(repr, decl.choices[key])) if key in decl.choices else "",
-                     "range": format_range(decl.ranges[key]) if key in decl.ranges else ""})
-    return rows
+    return [{"name": key,
+             "default": "(the data set's rank)" if key not in decl.params else repr(decl.params[key]),
+             "choices": ", ".join(map(repr, decl.choices[key])) if key in decl.choices else "",
+             "range": format_range(decl.ranges[key]) if key in decl.ranges else ""}
+            for key in dict.fromkeys(names)]
 
 
 def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
