@@ -541,14 +541,11 @@ def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
     from .cube import load
     from .export import cube_sources
 
-    rows = []
-    for src in cube_sources(cube):
-        ds = src if hasattr(src, "attrs") else load(src)
-        for v in evaluate_cube(ds):
-            rows.append({"experiment": v.experiment, "id": v.claim.get("id", ""), "verdict": v.verdict,
-                         "holds": v.holds, "up_to": math.nan if v.up_to is None else v.up_to,
-                         "compared": v.compared, "passed": v.passed,
-                         "claim": v.claim.get("text") or describe(v.claim),
-                         "paper": v.claim.get("paper", ""), "numbers": v.numbers})
+    rows = [{"experiment": v.experiment, "id": v.claim.get("id", ""), "verdict": v.verdict,
+             "holds": v.holds, "up_to": math.nan if v.up_to is None else v.up_to,
+             "compared": v.compared, "passed": v.passed,
+             "claim": v.claim.get("text") or describe(v.claim),
+             "paper": v.claim.get("paper", ""), "numbers": v.numbers}
+            for src in cube_sources(cube) for v in evaluate_cube(src if hasattr(src, "attrs") else load(src))]
     return pd.DataFrame(rows, columns=["experiment", "id", "verdict", "holds", "up_to", "compared", "passed",
                                        "claim", "paper", "numbers"])
