@@ -299,11 +299,8 @@ def param_coords(params: Mapping[str, Mapping[str, list]]) -> dict:
     -------
     dict of str to (dim, numpy.ndarray)
     """
-    out = {}
-    for dim, table in params.items():
-        for param, values in table.items():
-            out[param_name(dim, param)] = (dim, _param_array(values))
-    return out
+    return {param_name(dim, param): (dim, _param_array(values))
+            for dim, table in params.items() for param, values in table.items()}
 
 
 def _is_plain(v: Any) -> bool:
@@ -425,9 +422,6 @@ def load(path: Path) -> "xr.Dataset":
 def failures(ds: "xr.Dataset") -> list[dict]:
     """Every failed or timed-out cell: its coordinates, status and error."""
     status = ds["status"].values
-    out = []
-    for idx in zip(*np.nonzero(np.isin(status, FAILURES))):
-        row = {d: ds[d].values[i].item() for d, i in zip(DIMS, idx)}
-        row.update(status=str(status[idx]), error=str(ds["error"].values[idx]))
-        out.append(row)
-    return out
+    return [{**{d: ds[d].values[i].item() for d, i in zip(DIMS, idx)},
+             "status": str(status[idx]), "error": str(ds["error"].values[idx])}
+            for idx in zip(*np.nonzero(np.isin(status, FAILURES)))]

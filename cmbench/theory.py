@@ -985,9 +985,8 @@ def thresholds(A, **m_a_kwargs) -> dict[str, float]:
     ValueError
         As `m_a`.
     """
-    A = _validated_matrix(A)
-    n = A.shape[0]
-    m = m_a(A, **m_a_kwargs)
+    m = m_a(A, **m_a_kwargs)  # validates A
+    n = np.shape(A)[0]
     return {
         "m_a/2n": m / (2 * n),
         "m_a/4n": m / (4 * n),

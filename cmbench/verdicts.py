@@ -412,17 +412,12 @@ def evaluate(ds: xr.Dataset, claim: Mapping) -> Verdict:
 
 def _beats_cell(claim, vals):
     """(ok, worst ratio, (better, worse) of the worst pair, values) or None if nothing compares."""
-    worst, pair = math.inf, None
-    for b in claim["better"]:
-        for w in claim["worse"]:
-            eb, ew = vals[b], vals[w]
-            if not (np.isfinite(eb) and np.isfinite(ew)):
-                continue
-            ratio = ew / eb if eb > 0 else (math.inf if ew > 0 else 1.0)
-            if ratio < worst or pair is None:
-                worst, pair = ratio, (b, w)
-    if pair is None:
+    ratios = [(vals[w] / vals[b] if vals[b] > 0 else (math.inf if vals[w] > 0 else 1.0), (b, w))
+              for b in claim["better"] for w in claim["worse"]
+              if np.isfinite(vals[b]) and np.isfinite(vals[w])]
+    if not ratios:
         return None
+    worst, pair = min(ratios, key=lambda r: r[0])  # the first of equal ratios, as the pairs are listed
     # strictly lower by the factor: factor * e_better < e_worse, i.e. ratio > factor
     return worst > claim["factor"], worst, pair, vals
 
@@ -448,11 +443,10 @@ def _bound_cell(claim, vals):
 
 def _prefix(cells):
     """The largest budget up to which every compared cell is true (None if the first is false)."""
-    bad = sorted({c[2] for c in cells if not c[3]})
-    if not bad:
+    first_false = min((c[2] for c in cells if not c[3]), default=None)
+    if first_false is None:
         return None, False
-    below = sorted({c[2] for c in cells if c[2] < bad[0]})
-    return (below[-1] if below else None), True
+    return max((c[2] for c in cells if c[2] < first_false), default=None), True
 
 
 def _where(cell, symbol):
@@ -461,11 +455,10 @@ def _where(cell, symbol):
 
 def _false_at(cells, symbol, most: int = 3) -> str:
     """"rho = 0.3 (d1, d2), 0.35 (d1)": the budgets where the claim is false, with data sets."""
-    where: dict[float, list] = {}
+    where: dict[float, dict] = {}
     for c in sorted(cells, key=lambda c: c[2]):
-        if not c[3] and c[0] not in where.setdefault(c[2], []):
-            where[c[2]].append(c[0])
-    where = {b: ds for b, ds in where.items() if ds}
+        if not c[3]:
+            where.setdefault(c[2], {})[c[0]] = None  # data sets in order, once each
     shown = [f"{_num(b)} ({', '.join(ds)})" for b, ds in list(where.items())[:most]]
     more = f", +{len(where) - most} more budgets" if len(where) > most else ""
     return f"{symbol} = " + ", ".join(shown) + more
@@ -548,14 +541,11 @@ def verdicts_frame(cube: Any) -> "pd.DataFrame":  # noqa: F821
     from .cube import load
     from .export import cube_sources
 
-    rows = []
-    for src in cube_sources(cube):
-        ds = src if hasattr(src, "attrs") else load(src)
-        for v in evaluate_cube(ds):
-            rows.append({"experiment": v.experiment, "id": v.claim.get("id", ""), "verdict": v.verdict,
-                         "holds": v.holds, "up_to": math.nan if v.up_to is None else v.up_to,
-                         "compared": v.compared, "passed": v.passed,
-                         "claim": v.claim.get("text") or describe(v.claim),
-                         "paper": v.claim.get("paper", ""), "numbers": v.numbers})
+    rows = [{"experiment": v.experiment, "id": v.claim.get("id", ""), "verdict": v.verdict,
+             "holds": v.holds, "up_to": math.nan if v.up_to is None else v.up_to,
+             "compared": v.compared, "passed": v.passed,
+             "claim": v.claim.get("text") or describe(v.claim),
+             "paper": v.claim.get("paper", ""), "numbers": v.numbers}
+            for src in cube_sources(cube) for v in evaluate_cube(src if hasattr(src, "attrs") else load(src))]
     return pd.DataFrame(rows, columns=["experiment", "id", "verdict", "holds", "up_to", "compared", "passed",
                                        "claim", "paper", "numbers"])

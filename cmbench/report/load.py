@@ -118,20 +118,17 @@ class Cube:
         """
         key = ("by_method", var)
         if key not in self._views:
-            self._views[key] = self._by_method(var)
+            labels = list(self.methods)
+            recs = xr.DataArray([self.methods[m][0] for m in labels], dims="method")
+            ests = xr.DataArray([self.methods[m][1] for m in labels], dims="method")
+            da = self.ds[var]
+            idx = {"recoverer": recs}
+            if "estimator" in da.dims:
+                idx["estimator"] = ests
+            out = da.sel(idx).drop_vars(["recoverer", "estimator"], errors="ignore")
+            out = out.assign_coords(method=labels)
+            self._views[key] = out.transpose("method", *[d for d in out.dims if d != "method"])
         return self._views[key]
-
-    def _by_method(self, var: str) -> xr.DataArray:
-        labels = list(self.methods)
-        recs = xr.DataArray([self.methods[m][0] for m in labels], dims="method")
-        ests = xr.DataArray([self.methods[m][1] for m in labels], dims="method")
-        da = self.ds[var]
-        idx = {"recoverer": recs}
-        if "estimator" in da.dims:
-            idx["estimator"] = ests
-        out = da.sel(idx).drop_vars(["recoverer", "estimator"], errors="ignore")
-        out = out.assign_coords(method=labels)
-        return out.transpose("method", *[d for d in out.dims if d != "method"])
 
     def status(self) -> xr.DataArray:
         """Status per method and cell, dims (method, dataset, instance, adversary, budget)."""

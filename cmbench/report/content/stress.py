@@ -58,23 +58,13 @@ def adaptive_adversaries(cube: Cube) -> list[str]:
     return [a for a in cube.adversaries if cube.adversaries_info.get(a, {}).get("adaptive")]
 
 
-def _tag(cube: Cube, adversary: str) -> str:
-    return LEVEL_TAG.get(cube.level(adversary), "?")
-
-
 def fixed_for(cube: Cube, adversary: str) -> list[tuple[str, bool]]:
     """Fixed (non-adaptive) adversaries of the same mode, with whether the adaptive
     ``adversary`` can simulate them at the same budget (level no stronger)."""
     level, mode = cube.level(adversary), cube.mode(adversary)
     adaptive = set(adaptive_adversaries(cube))
-    out = []
-    for a in cube.adversaries:
-        if a in adaptive:
-            continue
-        if mode and cube.mode(a) and cube.mode(a) != mode:
-            continue
-        out.append((a, LEVEL_RANK.get(cube.level(a), 9) <= LEVEL_RANK.get(level, 0)))
-    return out
+    return [(a, LEVEL_RANK.get(cube.level(a), 9) <= LEVEL_RANK.get(level, 0)) for a in cube.adversaries
+            if a not in adaptive and not (mode and cube.mode(a) and cube.mode(a) != mode)]
 
 
 def _metric(cube: Cube) -> str:
@@ -125,20 +115,17 @@ def worst_vs_fixed_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     metric = _metric(cube)
     means = _means(cube, metric)
     broken = _broken(cube)
+    shown_any = np.isfinite(means) | broken  # a method's value or its break is drawn
     pages = []
     for adv in adaptive_adversaries(cube):
         fixed = fixed_for(cube, adv)
         for d in cube.datasets:
-            budgets = [b for b in cube.budgets if b > 0 and (
-                bool(np.isfinite(means.sel(dataset=d, adversary=adv, budget=b).values).any())
-                or bool(broken.sel(dataset=d, adversary=adv, budget=b).values.any()))]
+            here = shown_any.sel(dataset=d, adversary=adv)
+            budgets = [b for b in cube.budgets if b > 0 and bool(here.sel(budget=b).values.any())]
             if not budgets:
                 continue
             shown = _spread(budgets, MAX_BUDGET_PANELS)
-            here = {"dataset": d, "adversary": adv}
-            methods = [m for m in cube.methods
-                       if bool(np.isfinite(means.sel({"method": m, **here}).values).any())
-                       or bool(broken.sel({"method": m, **here}).values.any())]
+            methods = [m for m in cube.methods if bool(here.sel({"method": m}).values.any())]
             record = _dot_record(cube, adv, d, shown, methods, fixed, means, broken, styles, metric)
             if len(shown) < len(budgets):
                 record.footer = f"Budgets shown: {len(shown)} of {len(budgets)}."
@@ -160,12 +147,11 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
     panels, notes = [], []
     symbol = cube.budget_symbol(adv)
     for b in budgets:
-        sel = means.sel(dataset=dataset, budget=b)
-        worst = np.array([float(sel.sel({"method": m, "adversary": adv})) for m in methods])
-        brk = np.array([bool(broken.sel({"method": m, "dataset": dataset, "adversary": adv, "budget": b}))
-                        for m in methods], dtype=bool) & ~np.isfinite(worst)
-        fvals = {a: np.array([float(sel.sel({"method": m, "adversary": a})) for m in methods])
-                 for a, _ in fixed}
+        sel = means.sel({"method": methods, "dataset": dataset, "budget": b})
+        worst = sel.sel(adversary=adv).values
+        brk = broken.sel({"method": methods, "dataset": dataset, "adversary": adv, "budget": b}).values
+        brk = brk & ~np.isfinite(worst)
+        fvals = {a: sel.sel(adversary=a).values for a, _ in fixed}
         within = [fvals[a] for a, ok in fixed if ok]
         strongest = (np.nanmax(np.vstack(within), axis=0) if within and
                      np.isfinite(np.vstack(within)).any() else np.full(len(methods), np.nan))
@@ -193,8 +179,8 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
         "the l2 error of each method separately; a randomized estimator (e.g. tukey) draws other "
         "random numbers in each cell, so the worst case may land slightly below a fixed attack it tried.")
     return DotPage(title, adv, list(methods), [styles[m].color for m in methods],
-                   [(a, ok, _tag(cube, a)) for a, ok in fixed], METRIC_NAMES.get(metric, metric),
-                   panels, notes)
+                   [(a, ok, LEVEL_TAG.get(cube.level(a), "?")) for a, ok in fixed],
+                   METRIC_NAMES.get(metric, metric), panels, notes)
 
 
 def draw_dots(page: DotPage) -> Figure:

@@ -100,12 +100,10 @@ def cells_with_status(cube: Cube, statuses: Sequence[str]) -> pd.DataFrame:
     base = ["status", "error", "recoverer", "dataset", "adversary"]
     # instances per budget, then budgets sharing an instance set, then estimators
     # sharing both: every row stays an exact cross product
-    step = flat.groupby(base + ["estimator", "budget"], sort=False)["instance"] \
-               .agg(lambda v: tuple(sorted(set(v)))).reset_index()
-    step = step.groupby(base + ["estimator", "instance"], sort=False)["budget"] \
-               .agg(lambda v: tuple(sorted(set(v)))).reset_index()
-    step = step.groupby(base + ["budget", "instance"], sort=False)["estimator"] \
-               .agg(lambda v: tuple(sorted(set(v)))).reset_index()
+    step = flat
+    for col, others in (("instance", ["estimator", "budget"]), ("budget", ["estimator", "instance"]),
+                        ("estimator", ["budget", "instance"])):
+        step = step.groupby(base + others, sort=False)[col].agg(lambda v: tuple(sorted(set(v)))).reset_index()
     rest = [k for k in base if k != "dataset"] + ["budget", "instance", "estimator"]
     step = step.groupby(rest, sort=False)["dataset"].agg(lambda v: list(dict.fromkeys(v))) \
                .reset_index()
@@ -236,10 +234,8 @@ def provenance_pages(cubes: Sequence[Cube], title: str, version: str,
         descr = str(c.attrs.get("description", "")).strip()
         tp.para(f"{c.experiment}: {descr + '  ' if descr else ''}(read from {_name(c.source)})")
 
-    plugins: dict[str, None] = {}
-    for c in cubes:
-        for p in c.plugins:
-            plugins[f"{p.get('plugin', p.get('name', '?'))} {p.get('version', '?')}"] = None
+    plugins = dict.fromkeys(f"{p.get('plugin', p.get('name', '?'))} {p.get('version', '?')}"
+                            for c in cubes for p in c.plugins)
     tp.para("Plugins: " + (", ".join(plugins) if plugins
                            else "not recorded in the cube(s) (older run)."))
 
