@@ -69,7 +69,8 @@ def ranking(cube: Cube, metric: str) -> pd.DataFrame:
 def finite_mean(vals: np.ndarray) -> np.ndarray:
     """Mean of each row over its finite values; NaN for a row without one (and no warning)."""
     has = np.isfinite(vals)
-    return np.where(has.any(axis=1), np.where(has, vals, 0.0).sum(axis=1) / np.maximum(has.sum(axis=1), 1), np.nan)
+    return np.where(has.any(axis=1), np.where(has, vals, 0.0).sum(axis=1) / np.maximum(has.sum(axis=1), 1),
+                    np.nan)
 
 
 def cells_with_status(cube: Cube, statuses: Sequence[str]) -> pd.DataFrame:

@@ -27,9 +27,9 @@ __all__ = ["draw_here", "Pool", "draw_document", "svg_of", "POOL_COST"]
 
 #: Pages to draw, in `Page.cost` units (a page of curves is 1, about 0.25 s), below which a
 #: `Pool` draws here: its workers import matplotlib, xarray and pandas first (about 1.1 s each)
-#: and embed the fonts once per document, so few pages are drawn sooner, and with a third of
-#: the CPU, in this process (a new estimator on the paper suite redraws pages of cost 8.2;
-#: the whole report costs 21.2).
+#: and embed the fonts once per document. A new estimator on the paper suite redraws pages of
+#: cost 8.2 (the whole report costs 21.2): drawn here, that run takes about 10 s of CPU instead
+#: of 12.8 s (benchmarks/cache.py).
 POOL_COST = 12.0
 
 #: ``(page indices, their PDF document, SVG of the pages asked for by index)`` per document

@@ -194,10 +194,10 @@ class PageCache:
 
         self.pages = {d: loc for d, loc in self.pages.items() if keep(d, loc[0])}
         self.svgs = {d: name for d, name in self.svgs.items() if keep(d, name)}
-        keep = {loc[0] for loc in self.pages.values()} | set(self.svgs.values())
+        files = {loc[0] for loc in self.pages.values()} | set(self.svgs.values())
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write(self.folder / INDEX, json.dumps({"pages": self.pages, "svgs": self.svgs,
                                                       "reports": self.reports}, sort_keys=True).encode())
         for entry in os.scandir(self.folder):
-            if entry.name[-4:] in (".pdf", ".svg") and PAGE_FILE.match(entry.name) and entry.name[:-4] not in keep:
+            if entry.name[-4:] in (".pdf", ".svg") and PAGE_FILE.match(entry.name) and entry.name[:-4] not in files:
                 os.unlink(entry.path)
