@@ -72,9 +72,44 @@ def replaced(path: Path, *, prefix: Optional[str] = None, suffix: str = ".tmp", 
         if umask:
             follow_umask(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
+        # a full disk or a file size limit surfaces as OSError, or as a library's own error
+        # (netCDF's "HDF error"): both are the user's to fix, and nothing was replaced
+        why = _no_room(Path(tmp)) if isinstance(exc, (OSError, RuntimeError)) else ""
         Path(tmp).unlink(missing_ok=True)
+        if why:
+            raise UserError(f"{path}: cannot write it: {why}; nothing was replaced") from None
         raise
+
+
+def _no_room(tmp: Path) -> str:
+    """Why a write into ``tmp`` failed for lack of room ('' when there was room): a full file
+    system, or the file size limit (``ulimit -f``) reached."""
+    try:
+        import resource  # POSIX only
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        limited = soft != resource.RLIM_INFINITY
+    except (ImportError, OSError, ValueError):
+        soft, limited = 0, False
+    try:
+        size = tmp.stat().st_size
+    except OSError:
+        size = 0
+    if limited and size + _SLACK >= soft:
+        return f"the file size limit (ulimit -f) of {soft:,} bytes is reached"
+    try:
+        st = os.statvfs(tmp.parent)
+    except (OSError, AttributeError):
+        return ""
+    if st.f_bavail * st.f_frsize < _SLACK:
+        return "the file system is full"
+    return ""
+
+
+#: room below which a failed write is put down to a full disk or a size limit (a netCDF chunk or a
+#: cache record is larger than what is left)
+_SLACK = 1 << 20
 
 
 def sha256_of(path: Path) -> Optional[str]:
@@ -154,6 +189,31 @@ def sniff(path: str | os.PathLike) -> str:
     if "," in lead.split("\n", 1)[0]:
         return "csv"
     return "text"
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, from its ``st_mode``: ``"a folder"``, ``"a FIFO
+    (named pipe)"``, ``"a character device"``...; every message refusing one names it so."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def file_problem(path: str | os.PathLike) -> str:
+    """Why ``path`` cannot be read as a regular file ('' when it can), in the words of a message:
+    ``"does not exist"``, ``"is a folder, not a file"``, ``"is a FIFO (named pipe), not a file"``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        return f"is {kind_of(st.st_mode)}, not a file"
+    return ""
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ...files import check_target
+from ...files import check_target, replaced
 from ..layout import slug
 from ..load import METRIC_TEXT, Cube, load_cube, summarize
 from .tables import finite_mean, ranking
@@ -85,11 +85,15 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    names: dict[str, int] = {}
+    taken: set[str] = set()
     for cube in loaded:
-        # two cubes of one experiment name (say A/e1.nc and B/e1.nc) write apart: e1, e1-2
-        names[cube.experiment] = names.get(cube.experiment, 0) + 1
-        name = slug(cube.experiment, "table") + (f"-{names[cube.experiment]}" if names[cube.experiment] > 1 else "")
+        # two cubes whose experiment names give one file name (A/e1.nc and B/e1.nc; a+b and a-b)
+        # write apart: e1, e1-2
+        name = stem = slug(cube.experiment, "table")
+        n = 2
+        while name.casefold() in taken:
+            name, n = f"{stem}-{n}", n + 1
+        taken.add(name.casefold())
         for metric in cube.metrics:
             what = METRIC_TEXT.get(metric, metric)
             stem = f"{name}-ranking-{slug(metric, 'table')}"
@@ -150,9 +154,13 @@ def _write(table: pd.DataFrame, marked: dict, stem: Path, caption: str, *, label
         tex_cells[col] = [(rf"\textbf{{{_tex(v)}}}" if b else _tex(v)) + (r"$^\dagger$" if m else "")
                           for v, m, b in zip(table[col], mark, best)]
     csv_path, tex_path = stem.with_suffix(".csv"), stem.with_suffix(".tex")
-    check_target(csv_path, kind="csv")  # never over a file of another kind (a cube, a report)
-    check_target(tex_path, kind="tex")
-    csv.to_csv(csv_path, index=False)
+    # inside the folder (no symbolic link out of it), never over a file of another kind (a cube, a
+    # report), and written to a new file renamed into place: a hard link to a file elsewhere is
+    # replaced, never written through
+    check_target(csv_path, root=stem.parent, kind="csv")
+    check_target(tex_path, root=stem.parent, kind="tex")
+    with replaced(csv_path, prefix=f".{csv_path.name}.") as tmp:
+        csv.to_csv(tmp, index=False)
     numeric = [c in marked or c == "cells" for c in table.columns]
     lines = [r"% written by cmbench; needs \usepackage{booktabs}",
              r"\begin{table}[ht]", r"\centering", rf"\caption{{{_tex(caption)}}}", rf"\label{{{label}}}",
@@ -163,7 +171,8 @@ def _write(table: pd.DataFrame, marked: dict, stem: Path, caption: str, *, label
     for i in range(len(table)):
         lines.append(" & ".join(tex_cells[c][i] for c in table.columns) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    tex_path.write_text("\n".join(lines), encoding="utf-8")
+    with replaced(tex_path, prefix=f".{tex_path.name}.") as tmp:
+        tmp.write_text("\n".join(lines), encoding="utf-8")
     return [csv_path, tex_path]
 
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import xarray as xr
 
-from ...files import check_target
+from ...files import check_target, replaced
 from ...version import __version__
 from . import drawing
 from . import pagecache
@@ -114,7 +114,9 @@ def _with_png(png: Path) -> Strategy:
                 while name in used:
                     name, n = f"{stem}-{n}", n + 1
                 used.add(name)
-                fig.savefig(check_target(png / f"{name}.png", root=png, kind="png"), dpi=150)
+                target = check_target(png / f"{name}.png", root=png, kind="png")
+                with replaced(target, prefix=f".{target.name}.") as tmp:  # a hard link is replaced, not written through
+                    fig.savefig(tmp, dpi=150, format="png")
 
         blob, _ = drawing.draw_document([(p.record, p.draw) for _, p in pages], meta, write)
         return [([i for i, _ in pages], blob, {})]
