@@ -136,10 +136,14 @@ class Recoverer(Component):
 
     ``modes`` lists the corruption modes it handles; ``needs_structure`` says it
     requires A. Other pairings are recorded as ``not-applicable``.
+    ``rank_hint`` says it reads ``rank``: a suite may then set ``rank`` for it,
+    and `cmbench plugins --params` lists it (False: it is called with the hint
+    and ignores it, so setting it is refused).
     """
 
     modes: tuple = ("missing",)
     needs_structure: bool = False
+    rank_hint: bool = True
 
     kind = "recoverer"
     contract_args = ("rng", "structure", "rank")

@@ -748,6 +748,7 @@ _WEARABLE_SHA256 = {
 }
 
 _REAL_PARAMS = {"standardize": True, "ddof": 0}
+_REAL_CHOICES = {"ddof": (0, 1)}
 
 _CC_BY = "CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/), as UCI lists it"
 
@@ -767,7 +768,7 @@ def _uci_table(file: str, derive, *, uci_id: int, title: str, doi: str, authors:
 
 
 LEAF = cmbench.Dataset(
-    "leaf", load_leaf, params=dict(_REAL_PARAMS),
+    "leaf", load_leaf, params=dict(_REAL_PARAMS), choices=_REAL_CHOICES,
     description="UCI Leaf: 340 x 14 shape/texture features, standardized (rank hint 3)",
     shape=(340, 14), rank=3, folder="leaf",
     files=_files(lambda p: f"{UCI}/00288/leaf.zip#{p}",
@@ -797,6 +798,7 @@ BREAST_CANCER = cmbench.Dataset(
 )
 BLOOD_TRANSFUSION = cmbench.Dataset(
     "blood-transfusion", load_blood_transfusion, params={"include_target": True, **_REAL_PARAMS},
+    choices=_REAL_CHOICES,
     description="UCI Blood Transfusion: 748 x 5 with the target, standardized; covariance rank 4 (rank hint 3)",
     shape=(748, 5), rank=3, folder="blood_transfusion",
     files=_files(lambda p: f"{UCI}/blood-transfusion/{p}",
@@ -841,22 +843,26 @@ MICE_PROTEIN = cmbench.Dataset(
 )
 
 _SYNTHETIC_COMMON = {"N": 1000, "blocks": DEFAULT_BLOCKS, "structure_seed": STRUCTURE_SEED}
+_SYNTHETIC_RANGES = {"N": (2, None), "structure_seed": (0, 2 ** 63 - 1)}
 _SHAPE = (1000, 16)
 
 SYNTHETIC = (
     cmbench.Dataset(
         "synthetic-gaussian", load_synthetic_gaussian,
         params={**_SYNTHETIC_COMMON, "mean_scale": 1.0, "cov_scale": 1.0, "cov_dof": None},
+        ranges={**_SYNTHETIC_RANGES, "mean_scale": (None, None), "cov_scale": (0.0, None), "cov_dof": (1, None)},
         description="x = A z, A two fixed random 8x4 blocks, z Gaussian with random mean and covariance",
         shape=_SHAPE, rank=8),
     cmbench.Dataset(
         "synthetic-uniform", load_synthetic_uniform,
         params={**_SYNTHETIC_COMMON, "bound": 1.0, "width": (0.5, 2.0)},
+        ranges={**_SYNTHETIC_RANGES, "bound": (0.0, None)},
         description="x = A z, A two fixed random 8x4 blocks, z independent uniforms with random bounds",
         shape=_SHAPE, rank=8),
     cmbench.Dataset(
         "synthetic-exponential", load_synthetic_exponential,
         params={**_SYNTHETIC_COMMON, "bound": 1.0, "scale": (0.5, 2.0)},
+        ranges={**_SYNTHETIC_RANGES, "bound": (0.0, None)},
         description="x = A z, A two fixed random 8x4 blocks, z independent shifted exponentials with random scales",
         shape=_SHAPE, rank=8),
 )

@@ -70,6 +70,26 @@ def _finite(mu: np.ndarray, name: str) -> np.ndarray:
     return mu
 
 
+#: the magnitude beyond which (or below whose inverse) the rows are rescaled before sums of
+#: squares: 2**400 is about 1e120, whose square summed over 1e6 rows is still finite
+_HUGE = 2.0 ** 400
+
+
+def _unit_scale(Y: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(Y / s, s)`` with ``s`` a power of two (the division is exact) bringing the largest
+    magnitude near 1 when it is above `_HUGE` or below its inverse, where a covariance would
+    overflow to inf or underflow to 0; else ``(Y, 1.0)`` without a copy. For estimators whose
+    result scales with the data (``mu(Y / s) = mu(Y) / s``): the caller multiplies back by ``s``."""
+    top = 0.0
+    for sl in _row_blocks(*Y.shape):  # no (N, n) temporary
+        if Y[sl].size:
+            top = max(top, float(np.max(np.abs(Y[sl]))))
+    if not math.isfinite(top) or _HUGE ** -1 <= top <= _HUGE or top == 0.0:
+        return Y, 1.0  # inf is the estimator's to refuse (`_finite`)
+    s = math.ldexp(1.0, math.frexp(top)[1])
+    return Y / s, s
+
+
 def _sorted_columns(X: np.ndarray) -> np.ndarray:
     """Each column sorted ascending, NaN last; (N, n)."""
     return np.sort(X, axis=0)
@@ -692,26 +712,9 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
        the complete rows, with the eigenvectors of an MCD-style trimmed
        covariance (the ``1 - 2 eps`` fraction nearest the coordinate-wise
        median, three concentration steps) and, along each, the squared MAD
-       of the projections as the variance (`_spectral_whitening`). With the
-       trimmed covariance's eigenvalues as variances (cmbench before this
-       change), noise inside the Gaussian shell survives the trim and is
-       absorbed into them, and the filter sees nothing. Measured on one draw
-       per d at N = 100 d, eps = 0.1 (``benchmarks/sample_level.py
-       --whitening``), excess l2 error at d = 100, 200, 400: on DKK17's data,
-       eigenvalue whitening 0.195, 1.088, 1.497 (the noisy mean's from
-       d = 200 on), the MAD scale 0.020, 0.005, 0.006, the reference filter
-       0.020, 0.016, 0.025; on N(0.5 * 1, I) contamination, eigenvalue
-       whitening the noisy mean's (0.39, 0.61, 0.90), the MAD scale 0.001,
-       0.007, 0.006, the reference 0.012, 0.018, 0.020
-       (tests/test_sample_level.py checks within 2x of the reference at
-       d = 100). Below d = 100 the bias of the
-       MAD under a cluster on one side (about 1.2 times the inliers' variance
-       at eps = 0.1) is no longer small against the tolerated eigenvalue
-       1 + 3 eps ln(1/eps): at d = 40, 60 (N = 100 d, one draw) the default's
-       excess error is 0.10, 0.11 on DKK17's data (reference 0.10, 0.05) and
-       0.22, 0.29 on N(0.5 * 1, I) (reference 0.03, 0.03). The smaller of the
-       two one-sided MADs fixed the latter but collapsed on the point mass of
-       DKK17's noise (excess error 6.2 at d = 100), so it is not used. The
+       of the projections as the variance (`_spectral_whitening`): the
+       trimmed covariance's own eigenvalues would absorb noise placed inside
+       the Gaussian shell, and the filter would see nothing (Notes). The
        scales are floored at 1e-12 of the largest eigenvalue, so rank-deficient data (x = A z)
        are whitened too and points leaving the data's subspace stand out.
     2. The slack of the tail test is divided by ``max(T^2, 1)``, as in the
@@ -736,20 +739,44 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     max_iter : cap on the filtering rounds (rule ``"cmbench"`` only).
     whiten : whiten the rows first (see 1.).
     rule : ``"cmbench"`` (2. and 3.) or ``"reference"`` (DKK17's test and cut).
+
+    Notes
+    -----
+    How the whitening of 1. was chosen. With the trimmed covariance's
+    eigenvalues as variances, noise inside the Gaussian shell survives the
+    trim and is absorbed into them. Measured on one draw per d at N = 100 d,
+    eps = 0.1 (``benchmarks/sample_level.py --whitening``), excess l2 error
+    at d = 100, 200, 400: on DKK17's data, eigenvalue whitening 0.195, 1.088,
+    1.497 (the noisy mean's from d = 200 on), the MAD scale 0.020, 0.005,
+    0.006, the reference filter 0.020, 0.016, 0.025; on N(0.5 * 1, I)
+    contamination, eigenvalue whitening the noisy mean's (0.39, 0.61, 0.90),
+    the MAD scale 0.001, 0.007, 0.006, the reference 0.012, 0.018, 0.020
+    (tests/test_sample_level.py checks within 2x of the reference at
+    d = 100). Below d = 100 the bias of the MAD under a cluster on one side
+    (about 1.2 times the inliers' variance at eps = 0.1) is no longer small
+    against the tolerated eigenvalue 1 + 3 eps ln(1/eps): at d = 40, 60
+    (N = 100 d, one draw) the default's excess error is 0.10, 0.11 on DKK17's
+    data (reference 0.10, 0.05) and 0.22, 0.29 on N(0.5 * 1, I) (reference
+    0.03, 0.03). The smaller of the two one-sided MADs fixed the latter but
+    collapsed on the point mass of DKK17's noise (excess error 6.2 at
+    d = 100), so it is not used.
     """
     if not 0.0 < eps < 0.5:
         raise ValueError(f"filter: eps must be in (0, 0.5), got {eps}")
     if rule not in FILTER_RULES:
         raise ValueError(f"filter: rule must be one of {FILTER_RULES}, got {rule!r}")
     Y = _complete_rows(X, "filter")
+    scale = 1.0
+    if whiten:  # whitened, the filter's result scales with the data: huge or tiny entries are rescaled
+        Y, scale = _unit_scale(Y)
     N, n = Y.shape
     reference = rule == "reference"
     if N < 3 and not reference:
-        return _finite(Y.mean(axis=0), "filter")
+        return _finite(Y.mean(axis=0) * scale, "filter")
     if whiten:
         found = _spectral_whitening(Y, eps)
         if found is None:  # the trimmed points coincide: their centre is robust
-            return _finite(_robust_covariance(Y, keep=1.0 - min(2.0 * eps, 0.5))[0], "filter")
+            return _finite(_robust_covariance(Y, keep=1.0 - min(2.0 * eps, 0.5))[0] * scale, "filter")
         center, W = found
     else:
         center, W = np.zeros(n), None
@@ -767,6 +794,9 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         rounds += 1
         m = len(keep)
         mean_k, cov_k = _mean_cov(Y, keep)
+        if not np.isfinite(cov_k).all():  # unwhitened rows of magnitude ~1e154 and above
+            raise cmbench.Undefined("filter: the rows' covariance overflows (entries too large to square); "
+                                    "whiten = true rescales them")
         lam, vec = np.linalg.eigh(cov_k if W is None else W.T @ cov_k @ W)
         if (lam[-1] < top) if reference else (lam[-1] <= top):
             break
@@ -794,7 +824,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         if reference and j == m - 1:  # the last position: the reference returns the mean
             break
         keep = keep[order[:j + 1] if reference else order[:j]]
-    return _finite(_subset_mean(Y, keep), "filter")
+    return _finite(_subset_mean(Y, keep) * scale, "filter")
 
 
 # ------------------------------------------------------------ registration
@@ -814,11 +844,14 @@ def register_estimators():
                           description="Per-coordinate mean after cutting a proportion from each end"),
         cmbench.Estimator("geometric-median", geometric_median,
                           params={"tol": 1e-7, "max_iter": 500, "start": "cmedian"},
-                          choices={"start": GM_STARTS},
+                          choices={"start": GM_STARTS}, ranges={"tol": (0.0, None), "max_iter": (0, None)},
                           description="Geometric median of the complete rows (Weiszfeld, Vardi-Zhang)"),
         cmbench.Estimator("tukey", tukey_median, params={"directions": 256, "grid": 64},
+                          ranges={"directions": (1, None), "grid": (1, None)},
                           description="Approximate Tukey median: deepest region over random directions (LP)"),
-        cmbench.Estimator("filter", filter_mean, ranges={"eps": (0.0, 0.5, "()")},
+        cmbench.Estimator("filter", filter_mean,
+                          ranges={"eps": (0.0, 0.5, "()"), "C": (0.0, None, "()"), "cher": (0.0, None, "()"),
+                                  "tau": (0.0, 1.0, "()"), "max_iter": (0, None)},
                           choices={"rule": FILTER_RULES, "whiten": (True, False)},
                           description="Iterative spectral filter (Diakonikolas et al.) on robustly whitened rows"),
         *sample_estimators.declarations(),

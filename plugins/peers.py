@@ -109,11 +109,12 @@ def register_recoverers():
         cmbench.Recoverer(
             "iterative-imputer", iterative_imputer,
             params={"max_iter": 10, "tol": 1e-3, "sample_posterior": False},
-            modes=("missing",),
+            choices={"sample_posterior": (True, False)}, ranges={"max_iter": (1, None), "tol": (0.0, None)},
+            modes=("missing",), rank_hint=False,
             description="peer: scikit-learn IterativeImputer (chained regressions)" + note),
         cmbench.Recoverer(
             "knn-imputer", knn_imputer, choices={"weights": ("uniform", "distance")},
             ranges={"n_neighbors": (1, None)},
-            modes=("missing",),
+            modes=("missing",), rank_hint=False,
             description="peer: scikit-learn KNNImputer (mean of nearest rows)" + note),
     ]

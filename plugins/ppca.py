@@ -755,6 +755,9 @@ def register_recoverers():
             "ppca-impute", ppca_impute,
             params={"tol": 1e-10, "max_iter": 1000, "shrink": 1.0, "center": True, "rcond": 1e-6,
                     "memory": 0, "coarse": 0},
+            choices={"center": (True, False)},
+            ranges={"tol": (0.0, None), "max_iter": (0, None), "shrink": (0.0, None, "()"), "rcond": (0.0, None),
+                    "memory": (0, None), "coarse": (0, None), "rank": (1, None)},
             modes=("missing",),
             description="cmbench's completion: hard-impute refilled by least squares against a PPCA prior "
                         "(beyond the paper)"),

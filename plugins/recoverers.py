@@ -698,27 +698,33 @@ def register_recoverers():
     ``randomized``, ``basis-pursuit``, ``omp`` (replaced entries)."""
     return [
         cmbench.Recoverer(
-            "none", none, params={}, modes=("missing", "replace"),
+            "none", none, params={}, modes=("missing", "replace"), rank_hint=False,
             description="no recovery: the data as corrupted (one-step baselines)"),
         cmbench.Recoverer(
             "exact", exact, choices={"rule": ("rank", "m_a"), "unrecovered": ("keep", "drop")},
-            modes=("missing",), needs_structure=True,
+            ranges={"rcond": (0.0, None)},
+            modes=("missing",), needs_structure=True, rank_hint=False,
             description="Two-Step-E: least squares on the visible entries with the known A"),
         cmbench.Recoverer(
             "ithsvd", ithsvd,
             params={"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median", "limit_jumps": False},
+            choices={"svd": ("exact", "randomized"), "init": ("median",), "limit_jumps": (True, False)},
+            ranges={"tol": (0.0, None), "max_iter": (0, None), "rank": (1, None)},
             modes=("missing",),
             description="Two-Step-M: the supplementary's iterative hard-thresholded SVD (median start, rank hint)"),
         cmbench.Recoverer(
             "randomized", randomized, params={"c": 2.0, "trials": 1000, "tol": 1e-9},
-            modes=("replace",), needs_structure=True,
+            ranges={"c": (0.0, None, "()"), "trials": (1, None), "tol": (0.0, None)},
+            modes=("replace",), needs_structure=True, rank_hint=False,
             description="Algorithm alg:approx: best of r^c random r-row systems (sparsest residual)"),
         cmbench.Recoverer(
             "basis-pursuit", basis_pursuit, params={"tol": 1e-9, "chunk": 128, "polish": True},
-            modes=("replace",), needs_structure=True,
+            choices={"polish": (True, False)}, ranges={"tol": (0.0, None), "chunk": (1, None)},
+            modes=("replace",), needs_structure=True, rank_hint=False,
             description="basis pursuit: min ||e||_1 s.t. F e = F x (F A = 0), by LP"),
         cmbench.Recoverer(
             "omp", omp, params={"tol": 1e-9, "max_sparsity": 0, "polish": True},
-            modes=("replace",), needs_structure=True,
+            choices={"polish": (True, False)}, ranges={"tol": (0.0, None), "max_sparsity": (0, None)},
+            modes=("replace",), needs_structure=True, rank_hint=False,
             description="orthogonal matching pursuit on F e = F x (F A = 0)"),
     ]

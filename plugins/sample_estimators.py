@@ -23,7 +23,7 @@ import numpy as np
 import cmbench
 
 from .estimators import (_block_rows, _by_columns, _complete_rows, _contract_doc, _finite, _mean_cov,
-                         _row_blocks, _subset_mean, _COMPLETE_ROWS, geometric_median)
+                         _row_blocks, _subset_mean, _unit_scale, _COMPLETE_ROWS, geometric_median)
 
 RANSAC_COUNTS = ("reference", "intended")
 MOM_MEDIANS = ("geometric", "coordinate")
@@ -218,8 +218,8 @@ def lrv_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     eps : the contamination level (the reference's eta), in (0, 0.5).
     """
     eps = _check_eps("lrv", eps)
-    Y = _complete_rows(X, "lrv")
-    return _finite(_lrv(Y, eps), "lrv")
+    Y, scale = _unit_scale(_complete_rows(X, "lrv"))  # entries near 1e300 would overflow the covariance
+    return _finite(_lrv(Y, eps) * scale, "lrv")
 
 
 # --------------------------------------------------------- median of means
@@ -245,7 +245,7 @@ def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
     eps = _check_eps("median-of-means", eps)
     if median not in MOM_MEDIANS:
         raise ValueError(f"median-of-means: median must be one of {MOM_MEDIANS}, got {median!r}")
-    Y = _complete_rows(X, "median-of-means")
+    Y, scale = _unit_scale(_complete_rows(X, "median-of-means"))  # block sums of ~1e300 would overflow
     N = Y.shape[0]
     k = int(blocks) if int(blocks) > 0 else 2 * math.floor(eps * N) + 1
     k = min(k, N)
@@ -261,9 +261,12 @@ def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
         means[g:g2] = np.add.reduceat(Y[order[edges[g]:edges[g2]]], edges[g:g2] - edges[g], axis=0)
         g = g2
     means /= np.diff(edges)[:, None]
+    if not np.isfinite(means).all():  # named here, not by the geometric median it would reach
+        raise cmbench.Undefined("median-of-means: a block mean is not finite (does X hold inf, or values "
+                                "whose sum overflows?)")
     if median == "coordinate":
-        return _finite(np.median(means, axis=0), "median-of-means")
-    return _finite(geometric_median(means), "median-of-means")
+        return _finite(np.median(means, axis=0) * scale, "median-of-means")
+    return _finite(geometric_median(means) * scale, "median-of-means")
 
 
 def declarations() -> list:

@@ -966,6 +966,7 @@ def register_adversaries():
     return [cmbench.Adversary(fn.__name__.replace("_", "-"), fn, params=dict(DEFAULTS),
                               choices={"breaks": BREAKS},
                               ranges={"evaluations": (0, None), "portfolio_share": (0.0, 1.0),
-                                      "reach": (0.0, None)},
+                                      "reach": (0.0, None), "directions": (1, None),
+                                      "explained": (0.0, 1.0, "(]")},
                               description=desc, level=level, mode=mode, adaptive=True)
             for fn, level, mode, desc in _DECLARED]
