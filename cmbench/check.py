@@ -38,7 +38,7 @@ from .plugins import (KINDS, SINGULAR, Registry, child_context, choices_hint, is
 from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
 from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
 from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
-from .suite import Entry
+from .suite import MAX_SEED, Entry
 from .theory import changed_entries
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -98,6 +98,11 @@ class Probe:
     value: Any = None
     undefined: str = ""
     problems: dict = field(default_factory=dict)
+    #: why the call gave no output to check (it raised, timed out, or was not made): the checks of
+    #: its output did not run on this input
+    no_output: str = ""
+    #: the call was not made at all (after a timeout): no check ran on this input
+    not_called: bool = False
 
     def fail(self, check: str, reason: str) -> None:
         self.problems.setdefault(check, reason)
@@ -110,6 +115,7 @@ class _Call:
     error: str = ""
     modified: str = ""
     user_error: str = ""  # a `UserError` the call raised (a data set that needs a file)
+    called: bool = True  # False: not made, after an earlier call of the component timed out
 
 
 # ------------------------------------------------------------------ calling a component
@@ -130,7 +136,8 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     the component draws from somewhere other than its ``rng``.
     """
     if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
-        return _Call(error=f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s")
+        return _Call(error=f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s",
+                     called=False)
     copies = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     np.random.seed(noise)
     random.seed(noise)
@@ -190,6 +197,7 @@ def _no_value(probe: Probe, call: _Call, check: str) -> bool:
     """
     if call.error:
         probe.fail(check, call.error)
+        probe.no_output, probe.not_called = probe.no_output or call.error, not call.called
     elif call.undefined:
         probe.undefined = call.undefined
     return bool(call.error or call.undefined)
@@ -251,12 +259,6 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
     except ValueError as exc:
         probe.fail(budget_check, f"at budget {budget:g}: {exc}")
     changed = changed_entries(X, Y)
-    if decl.mode == "missing" and not np.isnan(Y[np.isnan(X)]).all():
-        probe.fail(budget_check, "a missing-mode adversary filled in an entry that was missing")
-    if decl.mode == "replace" and (np.isnan(Y) & ~np.isnan(X)).any():
-        probe.fail(budget_check, "a replace-mode adversary hid an entry (NaN); it may only replace values")
-    if decl.mode == "replace" and not np.isfinite(Y[changed]).all():
-        probe.fail(budget_check, "a replaced entry is not finite")
     if budget == 0 and changed.any():
         probe.fail(zero_check, f"changed {int(changed.sum())} entries at budget 0")
     probe.value = Y
@@ -472,14 +474,19 @@ def check_component(kind: str, decl: Component, seed: int = 0,
     try:
         failures: dict = {}  # check -> first reason
         skipped: list = []
-        ran = 0
-        for ran, (label, probe) in enumerate(_probes(kind, decl, seed), 1):
+        probes: list = []
+        for label, probe in _probes(kind, decl, seed):
+            probes.append(probe)
             for check, reason in probe.problems.items():
                 failures.setdefault(check, f"{reason} [{label}]")
             if probe.undefined:
                 skipped.append(f"{label}: {probe.undefined}")
+        ran = len(probes)
         results = []
         for check in CHECKS[kind]:
+            # the inputs on which this check could not run: no call was made (after a timeout), or,
+            # for a check of the output, the call gave none (it raised: its first check failed)
+            unrun = [p for p in probes if p.not_called or (p.no_output and check != UNMODIFIED)]
             if check == PARAMS:
                 problem = params_problem(decl)
                 results.append(Result(kind, decl.name, check, FAIL if problem else PASS, problem))
@@ -487,12 +494,26 @@ def check_component(kind: str, decl: Component, seed: int = 0,
                 results.append(Result(kind, decl.name, check, FAIL, failures[check]))
             elif len(skipped) == ran and ran:
                 results.append(Result(kind, decl.name, check, SKIP, skipped[0]))
+            elif unrun and len(unrun) + len(skipped) >= ran:
+                results.append(Result(kind, decl.name, check, SKIP, f"not run: {unrun[0].no_output}"))
+            elif unrun:
+                results.append(Result(kind, decl.name, check, PASS,
+                                      f"on the {ran - len(unrun)} of {ran} inputs where it could run"))
             else:
                 results.append(Result(kind, decl.name, check, PASS))
         return results
     finally:
         _LIMIT[0] = previous
         _TIMED_OUT[0] = False
+
+
+def refused_results(kind: str, decl: Component, why: str) -> list[Result]:
+    """The results of a component whose declaration is refused: its parameters check fails with
+    ``why``; the others are not run (it cannot be called as declared)."""
+    why = why.split(": ", 1)[-1] if why.startswith("plugin ") else why  # the line names the component
+    return [Result(kind, decl.name, check, FAIL, why) if check == PARAMS else
+            Result(kind, decl.name, check, SKIP, "not run: the declaration's parameters are refused")
+            for check in CHECKS[kind]]
 
 
 def _probes(kind: str, decl: Component, seed: int) -> Iterator[tuple[str, Probe]]:
@@ -533,6 +554,9 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
     labels = {"cmbench." + p[len("cmbench.builtins."):] if p.startswith("cmbench.builtins.") else p for p in plugins}
     pool = [(kind, decl) for kind in KINDS for name, decl in registry.kind(kind).items()
             if not labels or registry.source(kind, name).plugin in labels]
+    # a component whose parameters were refused (a lenient load) is selected too: its check fails
+    pool += [(kind, decl) for (kind, _), (decl, source, _) in registry.refused.items()
+             if not labels or source.plugin in labels]
     if plugins and not pool:
         raise UserError(f"plugin {', '.join(plugins)} declares no component")
     if not names:
@@ -574,9 +598,12 @@ def run_checks(plugins: Sequence[str] = (), names: Sequence[str] = (), seed: int
     UserError
         A plugin that cannot be loaded (or ends its process while being
         imported), a name that matches no component, a timeout that is not a
-        positive number.
+        positive number, a seed outside 0 .. 2**63 - 1.
     """
     check_timeout(timeout)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise UserError(f"--seed must be an integer from 0 to {MAX_SEED} (NumPy's generators take no "
+                        f"negative seed), got {seed!r}")
     plugins = tuple(str(Path(p).resolve()) if is_file_spec(p) else str(p) for p in plugins)
     results: list[Result] = []
 
@@ -654,7 +681,9 @@ def _child(conn, slot, plugins, names, seed, timeout, done) -> None:
                 resolve_plugin(spec)
         conn.send(("registering",))
         # a built-in named by its module (``cmbench.estimators``) is loaded already
-        chosen = select(load_plugins([p for p in plugins if not p.startswith("cmbench.")]), plugins, names)
+        # lenient: a component whose params= is refused fails its check; the others are checked
+        registry = load_plugins([p for p in plugins if not p.startswith("cmbench.")], lenient=True)
+        chosen = select(registry, plugins, names)
     except UserError as exc:
         conn.send(("error", exc))
         return
@@ -662,7 +691,10 @@ def _child(conn, slot, plugins, names, seed, timeout, done) -> None:
         if (kind, decl.name) in done:
             continue
         conn.send(("component", kind, decl.name))
-        for result in check_component(kind, decl, seed, timeout):
+        refused = registry.refused.get((kind, decl.name))
+        results = (check_component(kind, decl, seed, timeout) if refused is None
+                   else refused_results(kind, decl, refused[2]))
+        for result in results:
             conn.send(("result", result))
         conn.send(("finished", kind, decl.name))
     conn.send(("done",))

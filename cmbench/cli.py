@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -131,14 +132,16 @@ def check(plugins, names, seed, timeout) -> None:
               help="Reuse cached stages (--no-resume clears the suite's cache first).")
 @click.option("--cache-size", default=None, metavar="SIZE",
               help="Cap of the stage cache, e.g. 500MB or 4GB (default: the suite's cache_size, else 2GB).")
-@click.option("--report/--no-report", default=True, show_default=True, help="Write the suite's PDF.")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Write the suite's report: OUT/SUITE.pdf and OUT/SUITE.html.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
 @click.option("--experiment", "experiments", multiple=True, metavar="NAME",
               help="Run only this experiment (repeatable).")
 @click.option("-k", "select", multiple=True, metavar="PATTERN",
               help="Run only the cells whose dataset/adversary/recoverer/estimator labels match "
                    "(a substring, or a glob on the name or on one label; repeatable).")
-@click.option("--dry-run", is_flag=True, help="Print the plan (cells, how many are cached, largest data sets); "
+@click.option("--dry-run", is_flag=True, help="Check what the run checks and print the plan (cells, how many are "
+                                               "cached, largest data sets, the cubes and reports it would write); "
                                                "write nothing.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed cell and print its full traceback.")
 @click.option("--pdb", "post_mortem", is_flag=True,
@@ -156,13 +159,14 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     check_run_options(workers=workers, timeout=timeout, scheduler=scheduler, post_mortem=post_mortem,
                       cache_size=cache_size)
     if dry_run:
-        _print_plan(suite, out, plugins, experiments, select, timeout)
+        _print_plan(suite, out, plugins, experiments, select, timeout, cache_size, report)
         return
     from concurrent.futures.process import BrokenProcessPool
 
     from .report.suite_step import report_step
 
     stats = Progress()
+    started = time.monotonic()
     try:
         cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
                           timeout=timeout, resume=resume, progress=progress, stats=stats,
@@ -203,14 +207,13 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
 
     for line in summary_lines(cubes, plugins=plugins):
         click.echo(line)
-    sliced = bool(experiments or select)
-    click.echo(f"{sum(counts.values())} cells ({stats.total} units, {stats.cached} cached): "
-               + ", ".join(f"{counts[s]} {s}" for s in STATUSES
-                           if counts[s]))
-    click.echo(f"cubes: {Path(out) / suite_name / ('slice' if sliced else '')}".rstrip("/") + "/")
-    if report:
-        name = suite_name + ("-slice" if sliced else "")
-        click.echo(f"report: {Path(out) / (name + '.pdf')}, {Path(out) / (name + '.html')}")
+    click.echo(f"{sum(counts.values())} cells ({stats.cached_cells} from the cache; {stats.total} units, "
+               f"{stats.cached} wholly cached) in {_elapsed(time.monotonic() - started)}: "
+               + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]))
+    if stats.outputs is not None:  # where the run wrote: a slice's own folder only when it is a slice
+        click.echo(f"cubes: {stats.outputs.cubes[0].parent}/")
+        if report:
+            click.echo(f"report: {stats.outputs.report}.pdf, {stats.outputs.report}.html")
     _print_claims(cubes)
     if failed:
         click.echo(f"{len(failed)} cells failed or timed out:", err=True)
@@ -345,8 +348,9 @@ def derive(plugins, name, out) -> None:
     from . import data
     from .plugins import load_plugins
 
+    chosen = _named(load_plugins(plugins), name)  # an unknown name is refused before --out is made
     Path(out).mkdir(parents=True, exist_ok=True)
-    for decl in _named(load_plugins(plugins), name):
+    for decl in chosen:
         if decl.table is None:
             click.echo(f"{decl.name}: ships no table, skipped")
             continue
@@ -447,11 +451,12 @@ def cache_clear(suite, out) -> None:
         click.echo(_no_cache(out, suite))
 
 
-def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:
+def _print_plan(suite, out, plugins, experiments, select, timeout, cache_size, report) -> None:
     from .runner.dryrun import dry_run
     from .runner.store import format_size
 
-    plan = dry_run(suite, out=out, plugins=plugins, experiments=experiments, select=select, timeout=timeout)
+    plan = dry_run(suite, out=out, plugins=plugins, experiments=experiments, select=select, timeout=timeout,
+                   cache_size=cache_size, report=report)
     what = " (a slice)" if plan.sliced else ""
     click.echo(f"dry run of suite {plan.suite!r}{what}: nothing is computed or written")
     _table(("experiment", "cells", "cached", "units", "cached", "grid"),
@@ -463,7 +468,18 @@ def _print_plan(suite, out, plugins, experiments, select, timeout) -> None:
     for label, shape, where in plan.datasets[:5]:
         size = f"{shape[0]:,} x {shape[1]:,} ({format_size(shape[0] * shape[1] * 8)} per array)" if shape else "?"
         click.echo(f"  {label}: {size}, {where}")
-    click.echo(f"would write: cubes in {plan.cubes}, report {plan.report}")
+    click.echo(f"would write: cubes in {plan.cubes}" + (f", report {plan.report}.pdf and {plan.report}.html"
+                                                        if report else ""))
+
+
+def _elapsed(seconds: float) -> str:
+    """A run's wall time as people read it: 4.2 s, 3 min 07 s, 2 h 05 min."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _table(header, rows) -> None:

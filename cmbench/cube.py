@@ -289,7 +289,8 @@ def param_name(dim: str, param: str) -> str:
 def param_coords(params: Mapping[str, Mapping[str, list]]) -> dict:
     """Coordinates ``<dim>_<param>`` from ``{dim: {param: [value per label]}}``.
 
-    A parameter whose values are all numbers (or absent) is a float coordinate,
+    A parameter whose values are all integers (none absent) is an integer coordinate;
+    one whose values are all numbers (or absent) is a float coordinate,
     NaN where a component lacks it or its value is None; any other is a string
     coordinate, "" there (numbers as in labels, booleans ``true``/``false``,
     arrays and tables as JSON), so that netCDF keeps each as one plain array.
@@ -309,6 +310,9 @@ def _is_plain(v: Any) -> bool:
 
 def _param_array(values: Sequence) -> np.ndarray:
     present = [v for v in values if _is_plain(v) and v is not None]
+    if present and len(present) == len(values) and all(isinstance(v, int) and not isinstance(v, bool)
+                                                       and -2 ** 63 <= v < 2 ** 63 for v in present):
+        return np.array(present, dtype=np.int64)  # a count stays a count: d = 10, not 10.0
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
         return np.array([float(v) if _is_plain(v) and v is not None else np.nan for v in values], dtype=float)
     return np.array([_param_text(v) if _is_plain(v) and v is not None else "" for v in values], dtype=object)

@@ -68,7 +68,7 @@ import numpy as np
 
 from .components import DataFile, Dataset
 from .errors import DataError
-from .files import check_target
+from .files import check_target, kind_of
 
 __all__ = [
     "ChecksumError", "DataError", "Verification", "cache_dir", "check_file_size", "compare_tables",
@@ -138,17 +138,17 @@ def max_file_bytes() -> int:
     return int(env_limit(ENV_MAX_FILE_GB, DEFAULT_MAX_FILE_GB, what="a positive number of GB") * 1e9)
 
 
+def _size(n: int) -> str:
+    """A size in a message, in the unit that shows it (a tiny limit reads 100 B, not 0.00 GB)."""
+    from .runner.store import format_size
+
+    return format_size(n)
+
+
 #: bytes read at a time from a user's file (hashing and reading)
 CHUNK = 1 << 20
 
 
-def _kind_of(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
@@ -188,11 +188,11 @@ def open_user_file(path: Path | str, what: str, limit: Optional[int] = None):
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise DataError(f"{what}: {path} is {_kind_of(st.st_mode)}, not a regular file")
+            raise DataError(f"{what}: {path} is {kind_of(st.st_mode)}, not a regular file")
         limit = max_file_bytes() if limit is None else limit
         if st.st_size > limit:
-            raise DataError(f"{what}: {path} is {st.st_size / 1e9:.2f} GB, above the limit of {limit / 1e9:g} GB "
-                            f"for a file read into memory; set {ENV_MAX_FILE_GB} to raise it")
+            raise DataError(f"{what}: {path} is {_size(st.st_size)}, above the limit of {_size(limit)} "
+                            f"for a file read into memory; set {ENV_MAX_FILE_GB} (in GB) to raise it")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -210,7 +210,7 @@ def hash_user_file(path: Path | str, what: str, limit: Optional[int] = None) -> 
         while chunk := f.read(CHUNK):
             total += len(chunk)
             if total > limit:
-                raise DataError(f"{what}: {path} grew past the limit of {limit / 1e9:g} GB while it was read")
+                raise DataError(f"{what}: {path} grew past the limit of {_size(limit)} while it was read")
             h.update(chunk)
     return h.hexdigest()
 

@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pluggy
@@ -116,6 +116,9 @@ class Registry:
     sources: dict = field(default_factory=dict)  # (kind, name) -> Source
     plugins: list = field(default_factory=list)  # Source of each loaded plugin, in order
     autoload: bool = True  # False when CMBENCH_DISABLE_PLUGIN_AUTOLOAD skipped entry points
+    #: (kind, name) -> (declaration, Source, why) of components whose parameters were refused;
+    #: filled only by a lenient load (`cmbench check` reports them all, then checks the rest)
+    refused: dict = field(default_factory=dict)
 
     def kind(self, kind: str) -> dict:
         """The declarations of ``kind`` (``"adversaries"``, ...), by name."""
@@ -205,16 +208,22 @@ class _Manager(pluggy.PluginManager):
         return opts
 
 
+class ParamsError(PluginError):
+    """A component whose ``params``, ``choices`` or ``ranges`` do not fit its function or each other."""
+
+
 class _Loader:
-    def __init__(self) -> None:
+    def __init__(self, lenient: bool = False) -> None:
         self.pm = _Manager("cmbench")
         self.pm.add_hookspecs(hookspecs)
         self.registry = Registry()
+        self.lenient = lenient  # keep loading past a component whose parameters are refused
 
-    def add(self, plugin: object, source: Source) -> None:
+    def add(self, plugin: object, source: Source) -> bool:
+        """Register ``plugin`` and collect its components; False when it was registered already."""
         name = source.plugin
         if self.pm.is_registered(plugin) or self.pm.has_plugin(name):
-            return  # the same plugin named twice (e.g. on the CLI and in a suite)
+            return False  # the same plugin named twice (e.g. on the CLI and in a suite)
         try:
             self.pm.register(plugin, name=name)
         except pluggy.PluginValidationError as exc:
@@ -233,6 +242,10 @@ class _Loader:
             for impl in getattr(self.pm.hook, hook).get_hookimpls():
                 if impl.plugin is plugin:
                     self._collect(kind, cls, impl.function, source)
+        return True
+
+    def declared(self) -> int:
+        return sum(len(self.registry.kind(kind)) for kind in KINDS) + len(self.registry.refused)
 
     def _collect(self, kind: str, cls: type, hook_fn, source: Source) -> None:
         try:
@@ -249,7 +262,13 @@ class _Loader:
                 f"cmbench.{cls.__name__}, got {type(items).__name__}") from None
         table = self.registry.kind(kind)
         for item in items:
-            _validate(kind, cls, item, source)
+            try:
+                _validate(kind, cls, item, source)
+            except ParamsError as exc:
+                if not self.lenient:
+                    raise
+                self.registry.refused[(kind, item.name)] = (item, source, str(exc))
+                continue
             if item.name in table:
                 other = self.registry.sources[(kind, item.name)]
                 raise PluginError(
@@ -279,15 +298,18 @@ def _validate(kind: str, cls: type, item: object, source: Source) -> None:
         raise PluginError(f"{what}: modes {item.modes!r} must be among {', '.join(MODES)}")
     if isinstance(item, Metric) and item.name in RESERVED_METRIC_NAMES:
         raise PluginError(f"{what}: {item.name!r} is a cube variable already; choose another name")
-    _validate_domains(item, what)
-    check_signature(kind, item, item.params, what)
+    try:
+        _validate_domains(item, what)
+        check_signature(kind, item, item.params, what)
+    except PluginError as exc:
+        raise ParamsError(str(exc)) from None
 
 
 def _validate_domains(item: Component, what: str) -> None:
     """``choices`` and ``ranges`` name declared parameters, and the defaults obey them."""
     for field_name in ("choices", "ranges"):
         for key in getattr(item, field_name):
-            if key not in item.params and not (isinstance(item, Recoverer) and key == "rank"):
+            if key not in item.params and not (key == "rank" and getattr(item, "rank_hint", False)):
                 raise PluginError(f"{what}: {field_name} names {key!r}, which is not one of its params "
                                   f"({', '.join(item.params) or 'none'})")
     for key, allowed in item.choices.items():
@@ -334,19 +356,22 @@ def domain_problem(item: Component, key: str, value) -> str:
         return ""
     allowed = item.choices.get(key)
     if allowed is not None and value not in allowed:
-        return f"{value!r} is not one of {', '.join(map(repr, allowed))}"
+        hint = did_you_mean(value, [a for a in allowed if isinstance(a, str)]) if isinstance(value, str) else ""
+        return f"{value!r} is not one of {', '.join(map(repr, allowed))}" + (f" ({hint})" if hint else "")
     bounds = item.ranges.get(key)
     if bounds is not None:
         low, high = bounds[:2]
         closure = bounds[2] if len(bounds) == 3 else "[]"
         if not _is_number(value) or (isinstance(value, float) and math.isnan(value)):
             return f"{value!r} is not a number"
+        # a bound of None means "no bound" among finite numbers: infinity is allowed only where a
+        # bound says so (math.inf, closed)
+        if math.isinf(value) and value not in (low, high):
+            return f"{value!r} is not a finite number (the range is {format_range(bounds, repr)})"
         below = low is not None and (value < low if closure[0] == "[" else value <= low)
         above = high is not None and (value > high if closure[1] == "]" else value >= high)
         if below or above:
-            lo = "-inf" if low is None else repr(low)
-            hi = "inf" if high is None else repr(high)
-            return f"{value!r} is outside {closure[0]}{lo}, {hi}{closure[1]}"
+            return f"{value!r} is outside {format_range(bounds, repr)}"
     return ""
 
 
@@ -468,18 +493,11 @@ _PREFLIGHT_PASSED: set = set()  # digests of plugin sources that imported withou
 def plugin_file_problem(path: Path) -> str:
     """Why ``path`` cannot be a plugin file ('' when it can): absent, a folder, not a regular
     file, not named .py, or not text."""
-    import stat
+    from .files import file_problem
 
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "does not exist"
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
-    if stat.S_ISDIR(st.st_mode):
-        return "is a folder, not a .py file"
-    if not stat.S_ISREG(st.st_mode):
-        return "is not a regular file"
+    problem = file_problem(path)
+    if problem:
+        return problem.replace(", not a file", ", not a .py file")
     if path.suffix != ".py":
         return "is not a Python file (its name must end in .py)"
     return ""
@@ -643,8 +661,22 @@ def resolve_plugin(spec: str, base: Path | None = None,
     return module, Source(spec, str(getattr(module, "__version__", "")))
 
 
+def plugin_list(plugins: Any) -> tuple:
+    """``plugins=`` as a tuple; a lone string or path is refused: iterating it would give its letters.
+
+    Raises
+    ------
+    PluginError
+        ``plugins`` is a string or a path (the message shows the list to write).
+    """
+    if isinstance(plugins, (str, os.PathLike)):
+        raise PluginError(f"plugins= takes a list of plugins (paths, module names or objects), got the "
+                          f"string {os.fspath(plugins)!r}; write plugins=[{os.fspath(plugins)!r}]")
+    return tuple(plugins or ())
+
+
 def load_plugins(extra: Sequence = (), base: Path | None = None,
-                 files: Mapping[str, bytes] | None = None) -> Registry:
+                 files: Mapping[str, bytes] | None = None, lenient: bool = False) -> Registry:
     """Load the built-ins, entry points, then ``extra``: the one plugin manager.
 
     Parameters
@@ -657,6 +689,10 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
     files : mapping of str to bytes, optional
         Plugin files' contents by absolute path, imported from memory (see
         `resolve_plugin`).
+    lenient : bool, default False
+        Leave out a component whose parameters are refused (`ParamsError`) and
+        record it in ``Registry.refused`` instead of raising: `cmbench check`
+        reports every such component and checks the others.
 
     Returns
     -------
@@ -669,7 +705,8 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
         A plugin cannot be loaded, declares a duplicate name or breaks the
         contract (the message names the plugin and the component).
     """
-    loader = _Loader()
+    extra = plugin_list(extra)
+    loader = _Loader(lenient)
     for name in BUILTIN_MODULES:
         module = importlib.import_module(f"cmbench.builtins.{name}")
         loader.add(module, Source(f"cmbench.{name}", __version__))
@@ -685,15 +722,31 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
             raise PluginError(f"entry point {ep.name} = {ep.value} ({label}) failed to load: {describe_error(exc)}") from None
         loader.add(plugin, Source(label, version))
     for spec in extra:
+        before = loader.declared()
         if isinstance(spec, (str, os.PathLike)):
-            loader.add(*resolve_plugin(spec, base, files))
+            plugin, source = resolve_plugin(spec, base, files)
+            added, given = loader.add(plugin, source), plugin
         elif any(spec is p or (isinstance(spec, ShippedPlugin) and spec.obj is p)
                  for _, p in loader.pm.list_name_plugin()):  # (not get_plugins: a set, and objects may not hash)
             continue  # a built-in or entry-point module given again as an object
         else:
             shipped = ship(spec)
-            loader.add(shipped.plugin(), Source(shipped.name, shipped.version, shipped.digest))
+            source = Source(shipped.name, shipped.version, shipped.digest)
+            added, given = loader.add(shipped.plugin(), source), shipped.obj
+        if added and loader.declared() == before:
+            raise PluginError(declares_nothing(source.plugin, given))
     return loader.registry
+
+
+def declares_nothing(name: str, plugin: object) -> str:
+    """The error of a plugin that declares no component: an unmarked hook is the usual cause."""
+    unmarked = [hook for hook in HOOKS if callable(getattr(plugin, hook, None))
+                and not hasattr(getattr(plugin, hook), "cmbench_impl")]
+    if unmarked and isinstance(plugin, ModuleType):
+        return (f"plugin {name} declares no component: {', '.join(unmarked)} "
+                f"{'is' if len(unmarked) == 1 else 'are'} not marked with @cmbench.hookimpl")
+    return (f"plugin {name} declares no component; a plugin implements one of cmbench's hooks "
+            f"({', '.join(HOOKS)}) with @cmbench.hookimpl, returning a list of components")
 
 
 # ------------------------------------------------------------------ describing components
@@ -735,29 +788,55 @@ def find_components(registry: Registry, spec: str) -> list[tuple[str, Component]
     return hits
 
 
-def format_range(bounds: tuple) -> str:
-    """A declared range as an interval: ``(0.0, 0.5, "[)")`` -> ``"[0, 0.5)"``."""
+def format_range(bounds: tuple, show=lambda b: f"{b:g}") -> str:
+    """A declared range as an interval: ``(0.0, 0.5, "[)")`` -> ``"[0, 0.5)"`` (``show`` writes a bound)."""
     low, high = bounds[:2]
     closure = bounds[2] if len(bounds) == 3 else "[]"
-    lo = "-inf" if low is None else f"{low:g}"
-    hi = "inf" if high is None else f"{high:g}"
-    return f"{closure[0]}{lo}, {hi}{closure[1]}"
+    lo = "-inf" if low is None else show(low)
+    hi = "inf" if high is None else show(high)
+    # a missing bound is open: the value is finite
+    return f"{'(' if low is None else closure[0]}{lo}, {hi}{')' if high is None else closure[1]}"
 
 
 def describe_params(decl: Component) -> list[dict]:
     """Each parameter a suite may set: ``name``, ``default`` (repr), ``choices``, ``range`` ('' when none).
 
     A recoverer's ``rank`` (the data set's rank hint, which a suite may override)
-    is listed for every recoverer.
+    is listed for every recoverer that reads it (``rank_hint``).
     """
     names = list(decl.params) + [k for k in (*decl.choices, *decl.ranges) if k not in decl.params]
-    if isinstance(decl, Recoverer):  # every recoverer takes the rank hint, which a suite may set
+    if getattr(decl, "rank_hint", False):  # a suite may set the hint for it
         names.append("rank")
     return [{"name": key,
              "default": "(the data set's rank)" if key not in decl.params else repr(decl.params[key]),
              "choices": ", ".join(map(repr, decl.choices[key])) if key in decl.choices else "",
              "range": format_range(decl.ranges[key]) if key in decl.ranges else ""}
             for key in dict.fromkeys(names)]
+
+
+#: the NumPy-docstring sections `cmbench info` leaves out: how a method was chosen and measured
+#: (for its developers; the source and the API reference keep them)
+DEVELOPER_SECTIONS = ("Notes",)
+
+
+def user_doc(doc: str) -> str:
+    """A component's docstring as `cmbench info` shows it: without its `DEVELOPER_SECTIONS`.
+
+    The rule: what a user needs to run the component (what it computes, where
+    it departs from its paper, its parameters) stands in the summary,
+    description and ``Parameters`` / ``Returns`` sections; how a choice was
+    measured and what it replaced stands under ``Notes``, which ends at the
+    next section heading (a line underlined with dashes) or at the end.
+    """
+    lines = doc.splitlines()
+    out, skipping = [], False
+    for i, line in enumerate(lines):
+        underlined = i + 1 < len(lines) and re.fullmatch(r"-{3,}", lines[i + 1].strip() or "x") is not None
+        if underlined and line.strip():
+            skipping = line.strip() in DEVELOPER_SECTIONS
+        if not skipping:
+            out.append(line)
+    return "\n".join(out).rstrip()
 
 
 def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
@@ -795,4 +874,4 @@ def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
     fields["callable"] = where
     return {"kind": SINGULAR[kind], "name": decl.name, "plugin": str(registry.source(kind, decl.name)),
             "description": decl.description, "fields": fields, "params": describe_params(decl),
-            "doc": inspect.getdoc(fn) or ""}
+            "doc": user_doc(inspect.getdoc(fn) or "")}

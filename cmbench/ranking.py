@@ -32,7 +32,8 @@ def rank(cube: "xr.Dataset | str | os.PathLike", metric: str | None = None) -> p
 
     Returns
     -------
-    DataFrame with columns ``rank`` (1 = best), ``method``, ``recoverer``,
+    DataFrame with columns ``rank`` (1 = best; <NA> for a method with no value in any cell,
+    listed last), ``method``, ``recoverer``,
     ``estimator``, ``mean_rank``, ``mean_error``, ``cells`` (cells where the
     method has a value) and ``total_cells``, plus ``metric``.
 
@@ -51,7 +52,9 @@ def rank(cube: "xr.Dataset | str | os.PathLike", metric: str | None = None) -> p
     if metric not in loaded.metrics:
         raise UserError(f"{loaded.source}: no metric {metric!r}; the cube has {', '.join(loaded.metrics)}")
     df = ranking(loaded, metric)
-    df.insert(0, "rank", range(1, len(df) + 1))
+    # a method without a value in any cell is listed (last) but has no rank: <NA>, not k
+    valued = (df["cells"] > 0).to_numpy()
+    df.insert(0, "rank", pd.array([i + 1 if v else pd.NA for i, v in enumerate(valued)], dtype="Int64"))
     df["metric"] = metric
     return df[["rank", "method", "recoverer", "estimator", "mean_rank", "mean_error", "cells",
                "total_cells", "metric"]]

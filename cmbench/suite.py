@@ -21,8 +21,9 @@ import tomllib
 
 from .components import Component
 from .errors import PluginError, SuiteError, UserError
+from .files import file_problem
 from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
-                      is_file_spec, load_plugins, plugin_file_problem, ship, shipped_key)
+                      is_file_spec, load_plugins, plugin_file_problem, plugin_list, ship, shipped_key)
 
 #: the largest suite seed: the cube stores it as a netCDF attribute of type int64
 MAX_SEED = 2 ** 63 - 1
@@ -237,9 +238,10 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
     """
     text = str(name_or_path)
     path = Path(text)
-    if is_file_spec(text, ".toml") or path.is_file():
-        if not path.is_file():
-            raise SuiteError(f"suite file {path} does not exist")
+    if is_file_spec(text, ".toml") or path.exists():
+        problem = file_problem(path)  # a folder, a FIFO or a device is named as what it is
+        if problem:
+            raise SuiteError(f"suite file {path} {problem}")
         return path.resolve()
     root = importlib.resources.files("cmbench.suites")
     candidate = root / f"{text}.toml"
@@ -304,7 +306,7 @@ def load_suite(name_or_path: "str | os.PathLike | Mapping[str, Any] | Suite", pl
         shipped = {**shipped, str(name_or_path.path): name_or_path.text or name_or_path.path.read_bytes()}
         name_or_path = str(name_or_path.path)
     path, raw = _suite_source(name_or_path, shipped)
-    plugins = tuple(_plugin_spec(p, shipped) for p in plugins)
+    plugins = tuple(_plugin_spec(p, shipped) for p in plugin_list(plugins))
     for p in plugins:  # the command line's, not the suite file's: said before the suite's name is put on errors
         if isinstance(p, str) and is_file_spec(p) and p not in shipped and plugin_file_problem(Path(p)):
             raise PluginError(f"plugin file {p} {plugin_file_problem(Path(p))} (given with --plugin)")
@@ -318,15 +320,15 @@ def load_suite(name_or_path: "str | os.PathLike | Mapping[str, Any] | Suite", pl
     try:
         registry = load_plugins(specs, files=shipped)
     except PluginError as exc:
-        raise PluginError(f"{path}: {exc}") from None
+        raise PluginError(f"{shown(path)}: {exc}") from None
     experiments = doc["experiment"]
     if not experiments:
-        raise SuiteError(f"{path}: key 'experiment': at least one [[experiment]] table is needed")
+        raise SuiteError(f"{shown(path)}: key 'experiment': at least one [[experiment]] table is needed")
     contenders = _contenders(registry, plugins)
     parsed = []
     for i, table in enumerate(experiments):
         if not isinstance(table, dict):
-            raise SuiteError(f"{path}: key 'experiment' must be an array of tables ([[experiment]])")
+            raise SuiteError(f"{shown(path)}: key 'experiment' must be an array of tables ([[experiment]])")
         parsed.append(_experiment(ctx.at(f"experiment[{i}]"), table, registry, contenders, limits, claims))
     names = [e.name for e in parsed]
     _no_duplicates(ctx, "experiment.name", names)
@@ -335,7 +337,7 @@ def load_suite(name_or_path: "str | os.PathLike | Mapping[str, Any] | Suite", pl
     check_size(path, parsed, limits)
     seed = doc.get("seed", 0)
     if not 0 <= seed <= MAX_SEED:
-        raise SuiteError(f"{path}: key 'seed': must be an integer from 0 to {MAX_SEED} "
+        raise SuiteError(f"{shown(path)}: key 'seed': must be an integer from 0 to {MAX_SEED} "
                          f"(2**63 - 1, the largest the cube's netCDF attribute holds), got {seed}")
     return Suite(
         name=doc["name"], description=doc.get("description", ""), seed=seed, path=path,
@@ -348,6 +350,12 @@ def load_suite(name_or_path: "str | os.PathLike | Mapping[str, Any] | Suite", pl
 #: the names a suite given as a dict or as TOML text has in messages (in the working directory,
 #: against which its relative paths resolve)
 DICT_NAME, TEXT_NAME = "<dict>", "<toml>"
+
+
+def shown(path: Path) -> str:
+    """A suite's name in messages: its path, or ``<dict>`` / ``<toml>`` alone for a suite given as a
+    dict or as text (its stand-in path in the working folder only resolves its relative paths)."""
+    return path.name if path.name in (DICT_NAME, TEXT_NAME) else str(path)
 
 
 def is_toml_text(text: str) -> bool:
@@ -403,6 +411,7 @@ def to_toml(doc: Mapping[str, Any]) -> str:
         A key that is not a string, or a value TOML cannot hold (None, an
         object); the message names the key (``<dict>: key 'experiment[0].seed'``).
     """
+    _no_cycle(doc, "the suite")
     lines: list[str] = []
     sections = []
     for key, value in doc.items():
@@ -417,6 +426,18 @@ def to_toml(doc: Mapping[str, Any]) -> str:
             for k, v in table.items():
                 lines.append(f"{_toml_key(k, f'{key}[{i}].{k}')} = {_toml_value(v, f'{key}[{i}].{k}')}")
     return "\n".join(lines) + "\n"
+
+
+def _no_cycle(value: Any, where: str, path: tuple = ()) -> None:
+    """Refuse a dict or list that contains itself (TOML cannot hold it; writing it would never end)."""
+    if isinstance(value, (Mapping, list, tuple)):
+        if id(value) in path:
+            raise SuiteError(f"{DICT_NAME}: key {where!r}: contains itself; a suite is a tree of "
+                             "tables and arrays")
+        items = value.items() if isinstance(value, Mapping) else enumerate(value)
+        for k, v in items:
+            _no_cycle(v, f"{where}[{k}]" if not isinstance(value, Mapping) else
+                      (str(k) if where == "the suite" else f"{where}.{k}"), (*path, id(value)))
 
 
 def _toml_key(key: Any, where: str) -> str:
@@ -466,10 +487,12 @@ class _Ctx:
         self.path, self.where, self.files = path, where, files or {}
 
     def at(self, key: str) -> "_Ctx":
-        return _Ctx(self.path, f"{self.where}.{key}" if self.where else key, self.files)
+        # an index joins its array without a dot: budgets[1], not budgets.[1]
+        joined = f"{self.where}{key}" if key.startswith("[") else f"{self.where}.{key}"
+        return _Ctx(self.path, joined if self.where else key, self.files)
 
     def error(self, msg: str) -> SuiteError:
-        return SuiteError(f"{self.path}: key '{self.where}': {msg}" if self.where else f"{self.path}: {msg}")
+        return SuiteError(f"{shown(self.path)}: key '{self.where}': {msg}" if self.where else f"{shown(self.path)}: {msg}")
 
 
 def _parse_toml(path: Path, raw: bytes) -> dict:
@@ -478,11 +501,11 @@ def _parse_toml(path: Path, raw: bytes) -> dict:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise SuiteError(f"{path}:{line}:{col}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
+        raise SuiteError(f"{shown(path)}:{line}:{col}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
                          "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         msg = (getattr(exc, "msg", None) or str(exc)).split(" (at ")[0]
-        raise SuiteError(f"{path}:{_toml_location(raw, exc)}: invalid TOML: {msg}") from None
+        raise SuiteError(f"{shown(path)}:{_toml_location(raw, exc)}: invalid TOML: {msg}") from None
 
 
 def _toml_location(raw: bytes, exc: Exception) -> str:
@@ -525,8 +548,9 @@ def _resolve_plugin_path(ctx: _Ctx, spec: Any, i: int) -> str:
         shipped = shipped_key(path, ctx.files)
         if shipped:
             return shipped
-        if not path.is_file():
-            raise ctx.at(f"plugins[{i}]").error(f"plugin file {path} does not exist")
+        problem = plugin_file_problem(path)
+        if problem:
+            raise ctx.at(f"plugins[{i}]").error(f"plugin file {path} {problem}")
         return str(path.resolve())
     return spec
 
@@ -723,7 +747,7 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
         raise ctx.error(f"unknown {SINGULAR[kind]} {name!r}; {choices_hint(name, table)}")
     decl = table[name]
     for key in overrides:
-        if key not in decl.params and not (kind == "recoverers" and key == "rank"):
+        if key not in decl.params and not (key == "rank" and getattr(decl, "rank_hint", False)):
             valid = ", ".join(sorted(decl.params)) or "none"
             hint = did_you_mean(key, decl.params)
             raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r} has no parameter {key!r}; "
@@ -733,11 +757,9 @@ def _entry(ctx: _Ctx, kind: str, item: Any, registry: Registry) -> Entry:
             _check_budget_param(ctx.at(key), kind, name, decl.params.get(key))
             continue
         _check_param_type(ctx.at(key), decl.params.get(key), value)
-        problem = domain_problem(decl, key, value)
+        problem = domain_problem(decl, key, value)  # with a close match for a misspelt choice
         if problem:
-            allowed = [str(v) for v in decl.choices.get(key, ())]
-            hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
-            raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r}: {problem}" + (f" ({hint})" if hint else ""))
+            raise ctx.at(key).error(f"{SINGULAR[kind]} {name!r}: {problem}")
     if kind == "metrics" and label in RESERVED_METRIC_NAMES:
         raise ctx.error(f"{label!r} is a cube variable already; give the metric another label")
     if kind == "datasets" and isinstance(overrides.get("path"), str):
@@ -1002,13 +1024,13 @@ def check_size(path: Path, experiments: Sequence[Experiment], limits: tuple) -> 
             gb = shape[0] * shape[1] * 8 / 1e9 if shape else 0.0
             if gb > max_gb:
                 raise SuiteError(
-                    f"{path}: experiment {exp.name!r}: data set {ds.label!r} would hold {shape[0]:,} x "
+                    f"{shown(path)}: experiment {exp.name!r}: data set {ds.label!r} would hold {shape[0]:,} x "
                     f"{shape[1]:,} values ({gb:,.1f} GB per array), above the limit of {max_gb:g} GB; "
                     f"make it smaller or set {ENV_MAX_GB} to raise the limit")
     total = sum(n for _, n, _ in sizes)
     if total > max_cells:
         name, n, dims = max(sizes, key=lambda t: t[1])
         raise SuiteError(
-            f"{path}: the suite has {total:,} cells, above the limit of {max_cells:,}; the largest experiment, "
+            f"{shown(path)}: the suite has {total:,} cells, above the limit of {max_cells:,}; the largest experiment, "
             f"{name!r}, has {n:,} = {' x '.join(map(str, dims))} (data sets x instances x adversaries x "
             f"budgets x recoverers x estimators); shrink the grid or set {ENV_MAX_CELLS} to raise the limit")

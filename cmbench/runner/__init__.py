@@ -37,7 +37,7 @@ from ..errors import UserError
 from ..files import check_target
 from ..options import check_run_options
 from ..output import writable_folder
-from ..suite import Experiment, Suite, load_suite
+from ..suite import Experiment, Suite, load_suite, shown
 from .executors import run_jobs
 from .stages import computes, lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, parse_size
@@ -71,7 +71,9 @@ class StoppedAtFailure(Exception):
 @dataclass
 class Progress:
     total: int = 0
-    cached: int = 0
+    cached: int = 0  # units the cache held whole
+    cells: int = 0  # (recoverer, estimator) cells of every unit
+    cached_cells: int = 0  # cells taken from the cache (a new estimator leaves the others' cached)
     computed: int = 0
     failed: int = 0
     damaged: int = 0  # cache documents that failed a check (checksum, key, schema) and were recomputed
@@ -249,7 +251,7 @@ def _cache_cap(suite: Suite, cache_size) -> int:
     try:
         return parse_size(value)
     except UserError as exc:
-        raise UserError(f"{suite.path}: key 'cache_size': {exc}") from None
+        raise UserError(f"{shown(suite.path)}: key 'cache_size': {exc}") from None
 
 
 def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool,
@@ -268,12 +270,17 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     results = {exp.name: {} for exp in suite.experiments}  # experiment name -> coords -> UnitResult
     units = {(job.experiment, job.coords): (exp, job, unit_keys(suite.seed, exp, job))
              for exp, job in plan(suite, timeout, packed.digest)}  # unit -> (experiment, job, stage keys)
-    stats.total, stats.cached, waiting, bar, running = len(units), 0, list(units), None, None
+    stats.total, stats.cached, stats.cells, stats.cached_cells = len(units), 0, 0, 0
+    waiting, bar, running = list(units), None, None
 
     def missing(unit, ship=bool(scheduler)):  # local workers read the cache
         """The unit's `Work` still to do; None when the cache holds all of it (its result is then taken)."""
         exp, job, keys = units[unit]
         result, work = lookup(store, exp, keys, ship=ship)
+        if bar is None:  # the first look: what the cache held before this run
+            cells = len(exp.recoverers) * len(exp.estimators)
+            stats.cells += cells
+            stats.cached_cells += cells - (0 if work is None else len(work.pairs or work.estimate))
         if work is None:
             results[exp.name][job.coords] = result
             if bar is None:

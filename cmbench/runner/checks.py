@@ -107,13 +107,22 @@ def _real(value: Any) -> np.ndarray:
 
 
 def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.ndarray:
-    """The adversary's contract: same shape, missing mode only hides, budget respected."""
+    """The adversary's contract: same shape, missing mode only hides, replace mode only puts finite
+    values in place of others (it may not hide an entry: a NaN would be recorded as a replacement
+    while the estimators see a missing value; nor put inf, which a recoverer would be blamed for),
+    budget respected."""
     Xc = _real(Xc)
     if Xc.shape != X.shape:
         raise ValueError(f"returned shape {Xc.shape}, expected {X.shape}")
     changed = changed_entries(Xc, X)
     if adv.decl.mode == "missing" and (changed & ~np.isnan(Xc)).any():
         raise ValueError("is a missing-mode adversary but changed visible values")
+    if adv.decl.mode == "missing" and (np.isnan(X) & ~np.isnan(Xc)).any():
+        raise ValueError("is a missing-mode adversary but filled in an entry that was missing")
+    if adv.decl.mode == "replace" and (np.isnan(Xc) & ~np.isnan(X)).any():
+        raise ValueError("is a replace-mode adversary but hid an entry (NaN); it may only replace values")
+    if adv.decl.mode == "replace" and not np.isfinite(Xc[changed]).all():
+        raise ValueError("is a replace-mode adversary but put inf in place of a value")
     N, n = X.shape
     level = adv.decl.level
     if level == "sample":

@@ -33,32 +33,50 @@ class Plan:
     experiments: list = field(default_factory=list)
     datasets: list = field(default_factory=list)  # (label, (N, n), where the shape comes from), largest first
     cubes: str = ""
-    report: str = ""
+    report: str = ""  # the reports' path without suffix (.pdf, .html)
 
 
 def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Sequence[str] = (),
-            select: Sequence[str] = (), timeout: Optional[float] = None) -> Plan:
+            select: Sequence[str] = (), timeout: Optional[float] = None, cache_size=None,
+            report: bool = True) -> Plan:
     """The plan of ``cmbench suite`` with these options; reads the cache, writes nothing.
+
+    Everything the run checks before it computes is checked here too, and
+    refused with the run's words: the suite, the options, the data files, the
+    output folder (a file in the way, not writable, read-only), the report's
+    paths (``report``: a folder or another kind of file there) and the
+    environment's limits (``CMBENCH_MAX_FILE_GB``).
 
     Returns
     -------
     Plan
         Per experiment the number of units and cells and how many the cache
         holds; the data sets by size (the shape a previous run recorded, else
-        the declaration's nominal shape); where the cubes and report would go.
+        the declaration's nominal shape); where the cubes and reports would go
+        (``report``: their path without the ``.pdf`` / ``.html`` suffix).
     """
-    from . import plan as plan_units
+    from . import _cache_cap, check_data_files, plan as plan_units
+    from .. import data
+    from ..files import check_target
+    from ..output import can_make_folder
 
     check_timeout(timeout)
     full = load_suite(name_or_path, plugins)
     suite = selection.slice_suite(full, experiments, select)
     sliced = selection.is_slice(full, suite)
-    root = Path(out) / suite.name
+    _cache_cap(suite, cache_size)
+    data.max_file_bytes()
+    check_data_files(suite)
+    root = check_target(Path(out) / suite.name, root=out, kind="folder")
+    folder = check_target(root / "slice", root=out, kind="folder") if sliced else root
+    can_make_folder(folder, "output folder")
+    stem = Path(out) / f"{suite.name}{'-slice' if sliced else ''}"
+    if report:
+        for kind in ("pdf", "html"):
+            check_target(stem.with_name(f"{stem.name}.{kind}"), root=stem.parent, kind=kind)
     store = Store(root, out=Path(out))
     by_name = {}
-    result = Plan(suite=suite.name, sliced=sliced,
-                  cubes=str(root / "slice" if sliced else root) + "/",
-                  report=str(Path(out) / f"{suite.name}{'-slice' if sliced else ''}.pdf"))
+    result = Plan(suite=suite.name, sliced=sliced, cubes=str(folder) + "/", report=str(stem))
     for exp in suite.experiments:
         sizes = {k: len(getattr(exp, k)) for k in ("datasets", "instances", "adversaries", "budgets",
                                                     "recoverers", "estimators")}

@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import UserError
+from ..suite import shown
 from .stages import info_key
 from ..cube import FAILED, OK, Record, record
 from .memo import dataset_of
@@ -182,7 +183,7 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
     for key, (exp, entry, _) in wanted.items():  # the first data error, in the suite's order
         if found[key].user_error:
             plugin = f" ({entry.source})" if is_foreign(suite, "datasets", entry) else ""
-            raise UserError(f"{suite.path}: experiment {exp.name!r}, data set {entry.label!r}{plugin}: "
+            raise UserError(f"{shown(suite.path)}: experiment {exp.name!r}, data set {entry.label!r}{plugin}: "
                             f"{found[key].user_error}")
     for key in wanted:
         if store is not None and found[key].failure is None and "error" not in found[key].info:
