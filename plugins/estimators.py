@@ -714,7 +714,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
        median, three concentration steps) and, along each, the squared MAD
        of the projections as the variance (`_spectral_whitening`): the
        trimmed covariance's own eigenvalues would absorb noise placed inside
-       the Gaussian shell, and the filter would see nothing (Notes). The
+       the Gaussian shell, and the filter would see nothing. The
        scales are floored at 1e-12 of the largest eigenvalue, so rank-deficient data (x = A z)
        are whitened too and points leaving the data's subspace stand out.
     2. The slack of the tail test is divided by ``max(T^2, 1)``, as in the

@@ -226,7 +226,8 @@ def test_data_file_with_the_wrong_sha256_exits_2_naming_file_and_digests(tmp_pat
     assert not cache.exists() or not any(cache.rglob("*"))
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "blood_transfusion").is_dir(), reason="real data not present")
+@pytest.mark.skipif(not (SHARED_DATA / "blood_transfusion").is_dir(),
+                    reason="the real data are not in $CMBENCH_DATA_DIR (set it to the data folder)")
 def test_builtin_data_set_with_a_tampered_file_exits_2_naming_file_and_digests(tmp_path, monkeypatch):
     data = tmp_path / "data"
     shutil.copytree(SHARED_DATA / "blood_transfusion", data / "blood_transfusion")

@@ -103,7 +103,8 @@ def test_plugins_params_lists_each_components_parameters():
 
 def test_describe_params_and_ranges():
     assert format_range((0.0, 0.5, "[)")) == "[0, 0.5)"
-    assert format_range((None, 1)) == "[-inf, 1]"
+    assert format_range((None, 1)) == "(-inf, 1]"  # a missing bound is open: the value is finite
+    assert format_range((0, None)) == "[0, inf)"
     decl = load_plugins().estimators["trimmed-mean"]
     assert describe_params(decl) == [{"name": "proportion", "default": "0.1", "choices": "",
                                       "range": "[0, 0.5)"}]

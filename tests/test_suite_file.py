@@ -39,7 +39,7 @@ def test_good_suite(write_suite):
 
 @pytest.mark.parametrize("change, match", [
     (('budgets = {start = 0.0, stop = 0.2, step = 0.1}', 'budgets = [0.1, 1.5]'),
-     r"key 'experiment\[0\]\.budgets\.\[1\]': budget 1.5 is outside \[0, 1\]"),
+     r"key 'experiment\[0\]\.budgets\[1\]': budget 1.5 is outside \[0, 1\]"),
     (('budgets = {start = 0.0, stop = 0.2, step = 0.1}', 'budgets = []'), "empty budget grid"),
     (('budgets = {start = 0.0, stop = 0.2, step = 0.1}', 'budgets = [0.1, 0.1]'), "duplicate budget 0.1"),
     (('estimators = ["mean", "cmedian"]', 'estimators = ["mean", "cmedain"]'),
