@@ -64,34 +64,32 @@ def writable_folder(path: str | os.PathLike, what: str) -> Path:
 
 
 def can_make_folder(path: str | os.PathLike, what: str) -> Path:
-    """Check, without making or writing anything, what `writable_folder` would find: ``--dry-run``'s check.
+    """Check what `writable_folder` would find, leaving nothing behind: ``--dry-run``'s check.
 
     The nearest existing folder on the way to ``path`` (``path`` itself when it
-    exists) must be a folder this process may write in (``os.access``, which
-    also says no on a read-only file system).
+    exists) must be a folder in which this process can make an entry: a probe
+    folder is made there and removed at once (``os.access`` alone says yes to
+    root where the file system says no).
 
     Raises
     ------
     UserError
-        A file is in the way, or the folder cannot be written; the message names the path.
+        A file is in the way, or the folder cannot be written (read-only, no
+        permission); the message names the path.
     """
     path = Path(path)
     for parent in (path, *path.parents):
         if parent.exists() or parent.is_symlink():
             if not parent.is_dir():
                 raise UserError(f"cannot use {path} as the {what}: {parent} is a file, not a folder")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise UserError(f"cannot write the {what} {path}: {parent} is not writable"
-                                + (" (a read-only file system)" if _read_only(parent) else ""))
+            try:
+                os.rmdir(tempfile.mkdtemp(dir=parent, prefix=".cmbench-probe."))
+            except OSError as exc:
+                if exc.errno not in USER_ERRNOS:
+                    raise
+                raise UserError(f"cannot write the {what} {path}: {describe(exc)}") from None
             break
     return path
-
-
-def _read_only(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path).f_flag & getattr(os, "ST_RDONLY", 1))
-    except (OSError, AttributeError):
-        return False
 
 
 def follow_umask(path: str | os.PathLike) -> None:

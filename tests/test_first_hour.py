@@ -313,12 +313,16 @@ def test_dry_run_refuses_what_the_run_refuses(tmp_path, monkeypatch):
 
 
 def test_dry_run_refuses_an_output_folder_on_a_read_only_file_system(tmp_path):
-    readonly = next((p for p in (Path("/sys/fs"), Path("/proc/sys")) if p.is_dir() and os.statvfs(p).f_flag & 1),
-                    None)
+    from test_safety import _read_only_folder
+
+    readonly = _read_only_folder()
     if readonly is None:
         pytest.skip("no read-only file system to write into")
-    code, err = cli_inproc("suite", good_suite(tmp_path), "--out", readonly / "cmbench-out", "--dry-run")
-    assert_user_error(code, err, str(readonly / "cmbench-out"), "not writable")
+    out = readonly / "cmbench-out"
+    code, err = cli_inproc("suite", good_suite(tmp_path), "--out", out, "--no-report")
+    assert_user_error(code, err, str(out))  # the run refuses it ...
+    code, err = cli_inproc("suite", good_suite(tmp_path), "--out", out, "--dry-run")
+    assert_user_error(code, err, f"cannot write the output folder {out}")  # ... and so does the dry run
 
 
 def test_a_tiny_file_size_limit_is_said_in_bytes(tmp_path, monkeypatch):
