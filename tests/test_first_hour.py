@@ -27,7 +27,7 @@ from click.testing import CliRunner
 import cmbench
 from cmbench.cli import main
 from cmbench.errors import DataError, PluginError, SuiteError, UserError
-from cmbench.plugins import describe_params, load_plugins, user_doc
+from cmbench.plugins import describe_params, load_plugins
 from cmbench.suite import load_suite
 from conftest import GOOD, assert_user_error, cli_inproc, good_suite, open_cube, write
 
@@ -463,6 +463,8 @@ def test_estimators_on_data_near_1e300_rescale_instead_of_failing(name):
 # ------------------------------------------------------------------ cmbench info, pytest's skips
 
 def test_info_shows_the_users_part_of_a_docstring():
+    from cmbench.plugins import user_doc
+
     result = run("info", "estimator:filter")
     assert result.exit_code == 0, result.stderr
     assert "Parameters" in result.stdout and "eps :" in result.stdout

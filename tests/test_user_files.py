@@ -64,7 +64,7 @@ def test_open_user_file_checks_kind_and_size_before_reading(tmp_path, monkeypatc
         assert f.read(4) == b"a,b\n"
     assert cmdata.hash_user_file(table, "data set t") == hashlib.sha256(table.read_bytes()).hexdigest()
     monkeypatch.setenv("CMBENCH_MAX_FILE_GB", "1e-6")  # 1 kB
-    with pytest.raises(cmdata.DataError, match=r"t\.csv is 0\.00 GB, above the limit"):
+    with pytest.raises(cmdata.DataError, match=r"t\.csv is 4\.0 kB, above the limit of 1\.0 kB"):
         cmdata.hash_user_file(table, "data set t")
     with pytest.raises(cmdata.DataError, match="no such file"):
         cmdata.open_user_file(tmp_path / "absent.csv", "data set t")
