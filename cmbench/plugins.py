@@ -740,11 +740,13 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
 
 def declares_nothing(name: str, plugin: object) -> str:
     """The error of a plugin that declares no component: an unmarked hook is the usual cause."""
-    unmarked = [hook for hook in HOOKS if callable(getattr(plugin, hook, None))
-                and not hasattr(getattr(plugin, hook), "cmbench_impl")]
-    if unmarked and isinstance(plugin, ModuleType):
-        return (f"plugin {name} declares no component: {', '.join(unmarked)} "
-                f"{'is' if len(unmarked) == 1 else 'are'} not marked with @cmbench.hookimpl")
+    hooks = [hook for hook in HOOKS if callable(getattr(plugin, hook, None))]
+    marked = [hook for hook in hooks if hasattr(getattr(plugin, hook), "cmbench_impl")]
+    if isinstance(plugin, ModuleType) and hooks and not marked:
+        return (f"plugin {name} declares no component: {', '.join(hooks)} "
+                f"{'is' if len(hooks) == 1 else 'are'} not marked with @cmbench.hookimpl")
+    if marked or hooks:  # an object's methods named like hooks implement them unmarked
+        return f"plugin {name} declares no component: {', '.join(marked or hooks)} returned none"
     return (f"plugin {name} declares no component; a plugin implements one of cmbench's hooks "
             f"({', '.join(HOOKS)}) with @cmbench.hookimpl, returning a list of components")
 
