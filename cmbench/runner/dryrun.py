@@ -42,8 +42,7 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
     """The plan of ``cmbench suite`` with these options; reads the cache, writes nothing.
 
     Everything the run checks before it computes is checked here too, and
-    refused with the run's words: the suite, the options, the data files, the
-    output folder (a file in the way, not writable, read-only), the report's
+    refused with the run's words: the suite, the options, the output folder (a file in the way, not writable, read-only), the report's
     paths (``report``: a folder or another kind of file there) and the
     environment's limits (``CMBENCH_MAX_FILE_GB``).
 
@@ -55,7 +54,7 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
         the declaration's nominal shape); where the cubes and reports would go
         (``report``: their path without the ``.pdf`` / ``.html`` suffix).
     """
-    from . import _cache_cap, check_data_files, plan as plan_units
+    from . import _cache_cap, plan as plan_units
     from .. import data
     from ..files import check_target
     from ..output import can_make_folder
@@ -65,8 +64,7 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
     suite = selection.slice_suite(full, experiments, select)
     sliced = selection.is_slice(full, suite)
     _cache_cap(suite, cache_size)
-    data.max_file_bytes()
-    check_data_files(suite)
+    data.max_file_bytes()  # (absent data files are not looked for: the run may download them)
     root = check_target(Path(out) / suite.name, root=out, kind="folder")
     folder = check_target(root / "slice", root=out, kind="folder") if sliced else root
     can_make_folder(folder, "output folder")
