@@ -42,8 +42,9 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
     """The plan of ``cmbench suite`` with these options; reads the cache, writes nothing.
 
     Everything the run checks before it computes is checked here too, and
-    refused with the run's words: the suite, the options, the output folder (a file in the way, not writable, read-only), the report's
-    paths (``report``: a folder or another kind of file there) and the
+    refused with the run's words: the suite, the options, the output folder
+    (a file in the way, not writable, read-only), the report's paths
+    (``report``: a folder or another kind of file there) and the
     environment's limits (``CMBENCH_MAX_FILE_GB``).
 
     Returns
