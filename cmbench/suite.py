@@ -492,7 +492,8 @@ class _Ctx:
         return _Ctx(self.path, joined if self.where else key, self.files)
 
     def error(self, msg: str) -> SuiteError:
-        return SuiteError(f"{shown(self.path)}: key '{self.where}': {msg}" if self.where else f"{shown(self.path)}: {msg}")
+        where = f"key '{self.where}': " if self.where else ""
+        return SuiteError(f"{shown(self.path)}: {where}{msg}")
 
 
 def _parse_toml(path: Path, raw: bytes) -> dict:
