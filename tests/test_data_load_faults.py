@@ -175,7 +175,8 @@ def test_built_in_data_set_with_a_bad_parameter_is_one_user_error(tmp_path, out)
     path.write_text(path.read_text().replace("N = 60", "N = 1"))
     with nothing_written_outside(tmp_path, out):
         code, err = cli("suite", path, "--out", out, "--no-report")
-    assert_user_error(code, err, "data set 'synthetic-gaussian'", "N = 1")
+    # refused when the suite loads, by the data set's declared range
+    assert_user_error(code, err, "datasets[0].N'", "dataset 'synthetic-gaussian'", "1 is outside [2, inf)")
 
 
 def test_data_set_that_fails_to_load_under_an_adaptive_adversary_names_the_load_failure(tmp_path, out):
