@@ -237,7 +237,7 @@ def render_curves(page: Page, div: str, figures: "Figures") -> str:
         top = top * 1.15 if top > 0 else 1.0
         if rec.yscale == "log":
             pos = allc[np.isfinite(allc) & (allc > 0)]
-            fig.axis("y", k)["type"] = "log"
+            fig.axis("y", k).update(type="log", dtick="D2")  # ticks at 1, 2 and 5 per decade, as in the PDF
             if pos.size:  # plotly's log range is in decades
                 fig.axis("y", k)["range"] = [float(np.log10(pos.min() / 1.6)), float(np.log10(pos.max() * 1.6))]
                 low, top = float(pos.min() / 1.6), float(pos.max() * 1.6)
