@@ -36,7 +36,11 @@ EXPERIMENT_KEYS = {
     "metrics": list, "methods": dict, "claim": list, "report": dict,
 }
 #: keys of an experiment's ``[experiment.report]`` table
-REPORT_KEYS = {"x": str}
+REPORT_KEYS = {"x": str, "band": str, "yscale": str}
+#: what ``[experiment.report] band`` may say: the shaded band around a curve (`cmbench.report.load.BANDS`)
+REPORT_BANDS = ("auto", "sd", "ci95", "minmax", "none")
+#: what ``[experiment.report] yscale`` may say: the curve pages' y axis (`cmbench.report.content.figures`)
+REPORT_YSCALES = ("auto", "log", "linear")
 REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recoverers", "estimators")
 #: metrics every cube holds (reports read them), computed whether listed or not
 ALWAYS_METRICS = ("l2", "mahalanobis")
@@ -127,6 +131,9 @@ class Experiment:
     report_x : str
         ``"<kind>.<param>"`` (``"dataset.N"``) from ``[experiment.report] x``: the
         numeric parameter the report draws error against; empty for the budget.
+    report_band, report_yscale : str
+        ``[experiment.report] band`` (one of `REPORT_BANDS`) and ``yscale`` (one of
+        `REPORT_YSCALES`); empty when the suite leaves the report's rule ("auto").
     """
 
     name: str
@@ -142,6 +149,8 @@ class Experiment:
     claims: tuple = ()
     metric_entries: tuple = ()
     report_x: str = ""
+    report_band: str = ""
+    report_yscale: str = ""
 
     def parameters(self) -> dict[str, dict[str, list]]:
         """The component parameters that are data: ``{dim: {param: [value per entry]}}``.
@@ -595,12 +604,15 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
     if methods:
         methods = _contender_methods(methods, lists, contenders)
     report_x = _report_x(ctx.at("report"), table.get("report", {}), lists)
+    report = table.get("report", {})
+    band, yscale = (_report_choice(ctx.at("report"), report, key, allowed)
+                    for key, allowed in (("band", REPORT_BANDS), ("yscale", REPORT_YSCALES)))
     return Experiment(
         name=table["name"], description=table.get("description", ""),
         datasets=lists["datasets"], instances=instances, adversaries=lists["adversaries"],
         budgets=budgets, recoverers=lists["recoverers"], estimators=lists["estimators"],
         metrics=metrics, methods=methods, claims=claims, metric_entries=tuple(metric_entries),
-        report_x=report_x,
+        report_x=report_x, report_band=band, report_yscale=yscale,
     )
 
 
@@ -634,6 +646,16 @@ def _report_x(ctx: _Ctx, table: dict, lists: dict) -> str:
             raise here.error(f"{dim} {e.label!r}: parameter {param!r} is {value!r}, not a number: "
                              "the report's x axis must be numeric")
     return x
+
+
+def _report_choice(ctx: _Ctx, table: dict, key: str, allowed: Sequence[str]) -> str:
+    """``[experiment.report] <key>``, one of ``allowed`` ('' when not given)."""
+    if key not in table:
+        return ""
+    value = table[key]
+    if value not in allowed:
+        raise ctx.at(key).error(f"expected one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value
 
 
 def _claims(ctx: _Ctx, tables: list, methods: dict, lists: dict, metrics: tuple) -> tuple:

@@ -495,7 +495,8 @@ def _same_parts(claim, cells, symbol, passed, infos):
     return [f"{passed} of {len(cells)} cells within {_num(100 * claim['rtol'])}%",
             f"largest relative difference {_num(100 * worst[4])}% ({_where(worst, symbol)}: "
             + ", ".join(f"{m} {_num(v)}" for m, v in worst[6].items()) + ")",
-            f"{symbol} {'; '.join(ranges)}"], "apart at"
+            # a claim without a budget range holds at every budget: say so, not "epsilon all budgets"
+            "at every budget" if ranges == ["all budgets"] else f"{symbol} {'; '.join(ranges)}"], "apart at"
 
 
 def _bound_parts(claim, cells, symbol, passed, infos):

@@ -23,11 +23,20 @@ def test_best_marked_and_a_method_with_gaps_cannot_win(tmp_path):
     assert sorted(f.name for f in files) == sorted(
         f"synthetic-{t}-{m}.{x}" for t in ("ranking", "mean-error") for m in ("mahalanobis", "l2")
         for x in ("csv", "tex"))
-    csv = pd.read_csv(tmp_path / "synthetic-mean-error-l2.csv", index_col="method")
-    assert csv.loc["Empirical Mean", "uniform"].endswith("*")
-    assert csv.loc["Empirical Mean", "gaussian"].endswith("†")  # fewer budgets, not best
-    assert csv.loc["C-Median", "gaussian"].endswith("*")
-    assert sum(v.endswith("*") for v in csv["gaussian"]) == 1
+    # the CSV is for programs: one row per method and cell, numbers as numbers, best in a column
+    csv = pd.read_csv(tmp_path / "synthetic-mean-error-l2.csv")
+    assert list(csv.columns) == ["method", "dataset", "adversary", "budget", "mean", "sd", "instances", "best"]
+    for col in ("budget", "mean", "sd"):
+        assert csv[col].dtype == float, col
+    assert csv["instances"].dtype.kind == "i" and csv["best"].dtype == bool
+    assert len(csv) == 3 * 2 * 4 - 1  # the undefined cell has no row: nothing is averaged over it
+    at = csv.set_index(["method", "dataset", "budget"])
+    assert at.loc[("C-Median", "gaussian", 0.1), "mean"] == float(
+        cube.ok_values("l2").sel({"method": "C-Median", "dataset": "gaussian", "budget": 0.1}).mean())
+    assert at.loc[("Empirical Mean", "uniform", 0.1), "best"]  # error grows with the method's place
+    assert not at.loc[("C-Median", "uniform", 0.1), "best"]
+    assert ("Empirical Mean", "gaussian", 0.3) not in at.index
+    assert at.loc[("C-Median", "gaussian", 0.3), "best"]  # lowest of the methods with a value
     tex = (tmp_path / "synthetic-mean-error-l2.tex").read_text()
     for rule in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}{lrr}"):
         assert rule in tex
@@ -35,14 +44,16 @@ def test_best_marked_and_a_method_with_gaps_cannot_win(tmp_path):
     assert row.count(r"\textbf{") == 1 and r"\textbf{" in row.split("&")[1]
     assert r"Two\_Step\&E &" in tex  # LaTeX specials escaped
     rank = pd.read_csv(tmp_path / "synthetic-ranking-l2.csv")
+    assert rank["mean_error"].dtype == float and rank["mean_rank"].dtype == float
+    assert rank["cells"].dtype.kind == "i" and rank["best_mean_rank"].dtype == bool
     rank = rank.set_index("method")
     # the gap already costs Empirical Mean in rank (it ranks last there), so it keeps the best
     # rank; its mean error skips a cell and cannot be best
-    assert rank.index[0] == "Empirical Mean" and rank.loc["Empirical Mean", "cells"] == "7/8"
-    assert rank.loc["Empirical Mean", "average rank"].endswith("*")
-    assert rank.loc["Empirical Mean", "mean error"].endswith("†")
-    assert rank.loc["C-Median", "mean error"].endswith("*")
-
+    assert rank.index[0] == "Empirical Mean" and rank.loc["Empirical Mean", "cells"] == 7
+    assert rank.loc["Empirical Mean", "total_cells"] == 8
+    assert rank.loc["Empirical Mean", "best_mean_rank"] and not rank.loc["C-Median", "best_mean_rank"]
+    assert not rank.loc["Empirical Mean", "complete"] and not rank.loc["Empirical Mean", "best_mean_error"]
+    assert rank.loc["C-Median", "best_mean_error"] and rank["best_mean_error"].sum() == 1
 
 
 def test_two_cubes_of_one_experiment_name_write_their_tables_apart(tmp_path):

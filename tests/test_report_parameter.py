@@ -1,4 +1,4 @@
-"""Error against a numeric data-set parameter (``report_x``), the "sampling error" reference
+"""Error against a numeric data-set parameter (``report_x``), the inliers' reference
 (``inlier_l2``) and the mean (sd) table, on a cube built as the runner writes one with
 parameters as coordinates."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ import numpy as np
 
 from cmbench.report import write_report
 from cmbench.report.render.html import write_html
+from cmbench.report.content.figures import SAMPLING
 from cmbench.report.load import load_cube
 from cmbench.report.model import build_report
 
@@ -39,14 +40,14 @@ def test_curves_are_drawn_against_the_parameter_one_panel_per_budget(tmp_path):
     rec = page.record
     assert rec.xlabel == "d" and len(rec.panels) == 2  # one per budget
     assert list(rec.panels[0].x) == list(DIMS)
-    assert rec.panels[0].curves["sampling error"][0].tolist() == [0.02] * 3
+    assert rec.panels[0].curves[SAMPLING][0].tolist() == [0.02] * 3
     maha = next(p for p in curves.pages if p.slug.endswith("-mahalanobis-by-d")).record
-    assert "sampling error" not in maha.panels[0].curves  # the reference is an l2 error
+    assert SAMPLING not in maha.panels[0].curves  # the reference is an l2 error
     text = squash(" ".join(pdf_pages_text(write_report([ds], tmp_path / "r.pdf"))))
     assert squash("l2 error versus d, adversary replace-mixture") in text
     assert squash("mean (sd) per data set and method") in text and squash("d = 300") in text
     page = write_html([ds], tmp_path / "r.html").read_text()
-    assert "sampling error" in page and 'id="synthetic-mean-sd"' in page
+    assert SAMPLING in page and 'id="synthetic-mean-sd"' in page
 
 
 def test_mean_sd_table_gives_each_method_per_data_set():
@@ -73,10 +74,10 @@ def test_the_sampling_error_is_drawn_for_sample_level_adversaries_only():
     ds["inlier_l2"] = (("dataset", "instance", "adversary", "budget"),
                        np.full(tuple(ds.sizes[d] for d in ("dataset", "instance", "adversary", "budget")), 0.02))
     pages = [p for s in build_report([load_cube(ds)], title="t") for p in s.pages]
-    assert not any("sampling error" in getattr(p.record, "panels", [None])[0].curves
+    assert not any(SAMPLING in getattr(p.record, "panels", [None])[0].curves
                    for p in pages if hasattr(p.record, "panels"))
     sample = _by_d()
     del sample.attrs["report_x"]  # budget curves, a sample-level adversary: the reference is drawn
     pages = [p for s in build_report([load_cube(sample)], title="t") for p in s.pages
              if p.slug.endswith("-l2") and hasattr(p.record, "panels")]
-    assert pages and all("sampling error" in p.record.panels[0].curves for p in pages)
+    assert pages and all(SAMPLING in p.record.panels[0].curves for p in pages)

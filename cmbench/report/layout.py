@@ -58,8 +58,8 @@ class Page:
 
 # -- grids, legends, notes ------------------------------------------------------------------
 def grid_shape(n: int) -> tuple[int, int]:
-    """(rows, columns) for ``n`` panels: 3 columns at most; one panel takes half a page, four a 2 x 2."""
-    ncols = 2 if n in (1, 4) else min(n, 3)
+    """(rows, columns) for ``n`` panels: 3 columns at most; one panel takes the page, four a 2 x 2."""
+    ncols = 2 if n == 4 else max(1, min(n, 3))
     return math.ceil(n / ncols), ncols
 
 
@@ -267,8 +267,10 @@ class TextPages:
         chars = max(int(width / self._char) - 1, 4)
         out = []
         for part in str(text).split("\n"):
+            # at spaces, then after hyphens: an id such as "filter-near-sampling-error" wraps
+            # between its words, never inside one (only a word longer than the column is cut)
             out.extend(textwrap.wrap(part, chars, break_long_words=not whole_words,
-                                     break_on_hyphens=False) or [""])
+                                     break_on_hyphens=True) or [""])
         return out
 
     def _need(self, lines: float) -> None:
@@ -281,6 +283,18 @@ class TextPages:
         self._text(self.LEFT, 0.965, title, fontsize=self.fs + 5, fontweight="bold", va="top")
         self.pages.append(self.page)
         self.y = self.TOP - 0.01
+
+
+def fitted_widths(texts: Iterable[str], others: Sequence[float], *, fontsize: float = 8.5,
+                  most: float = 0.35) -> list[float]:
+    """Column widths (`Col.width`) giving the first column the width of its longest text, so that
+    each of ``texts`` fits on one line, at most ``most`` of the text width; the ``others`` keep
+    their proportions in the rest."""
+    span = (TextPages.RIGHT - TextPages.LEFT) * PAGE[0]  # inches
+    longest = max((len(str(t)) for t in texts), default=4)
+    first = min((longest + 2) * fontsize * 0.6 / 72, most * span)  # `TextPages._wrap`'s measure
+    scale = (span - first) / sum(others)
+    return [first] + [w * scale for w in others]
 
 
 def draw_text_page(page: TextPage):

@@ -23,8 +23,28 @@ from ..cube import DIMS, STATUSES
 from ..cube import attr_json
 from ..errors import UserError
 
-METRIC_NAMES = {"l2": r"$\ell_2$ error", "mahalanobis": "Mahalanobis error"}  # axis labels
-METRIC_TEXT = {"l2": "l2 error", "mahalanobis": "Mahalanobis error"}  # titles, tables
+METRIC_NAMES = {"l2": r"$\ell_2$ error", "mahalanobis": "Mahalanobis error",
+                "excess-l2": r"excess $\ell_2$ error"}  # axis labels (mathtext)
+METRIC_TEXT = {"l2": "l2 error", "mahalanobis": "Mahalanobis error",
+               "excess-l2": "excess l2 error"}  # titles, tables (plain text)
+
+
+def metric_name(metric: str, *, math: bool = True) -> str:
+    """A metric's display name: its axis label (mathtext, ``math``) or its plain text, for titles
+    and tables; a metric the report does not know is shown by its id."""
+    return (METRIC_NAMES if math else METRIC_TEXT).get(metric, metric)
+
+
+#: the bands a curve page can shade around each mean (``[experiment.report] band``)
+BANDS = ("sd", "ci95", "minmax", "none")
+#: below this many instances the "auto" band is mean +- sd, not the 95% t interval: with k
+#: instances the interval's factor t_{0.975,k-1}/sqrt(k) is 9.0 at k = 2, 2.5 at 3, 1.6 at 4 and
+#: 1.2 at 5, so with fewer the interval mostly shows how few instances there are
+AUTO_SD_BELOW = 5
+#: what each band is, for captions and legends
+BAND_TEXT = {"sd": "mean ± 1 standard deviation over the instances",
+             "ci95": "95% Student-t confidence interval of the mean over the instances",
+             "minmax": "smallest to largest value over the instances"}
 #: budget symbol and meaning per adversary level (the paper's A1, A2, A3)
 LEVEL_AXIS = {
     "sample": (r"$\epsilon$", "fraction of samples"),
@@ -168,6 +188,49 @@ def positions(da: xr.DataArray, dim: str) -> dict[str, int]:
     """Label -> index along ``dim``: the pages take a view's rows by position, since an xarray
     ``.sel`` per method and data set cost more than the rest of building a page."""
     return {str(label): i for i, label in enumerate(da[dim].values)}
+
+
+def band_kind(cube: "Cube") -> str:
+    """The band a cube's curve pages shade: the cube's ``report_band`` attribute (from
+    ``[experiment.report] band``) when it names one of `BANDS`, else the rule: "sd" when the cube
+    has fewer than `AUTO_SD_BELOW` instances, "ci95" from there on."""
+    asked = str(cube.attrs.get("report_band", "") or "")
+    if asked in BANDS:
+        return asked
+    return "sd" if cube.ds.sizes["instance"] < AUTO_SD_BELOW else "ci95"
+
+
+def band_caption(cube: "Cube") -> str:
+    """The curve pages' subtitle: what a line is, what its band is and by which rule."""
+    kind = band_kind(cube)
+    k = cube.ds.sizes["instance"]
+    head = f"mean over {k} instance{'s' if k != 1 else ''}"
+    if kind == "none":
+        return head + "; no band"
+    asked = str(cube.attrs.get("report_band", "") or "") in BANDS
+    if asked:
+        why = "as the suite asks"
+    elif kind == "sd":
+        why = f"the rule below {AUTO_SD_BELOW} instances, where a t interval mostly shows how few there are"
+    else:
+        why = f"the rule from {AUTO_SD_BELOW} instances on"
+    return f"{head}; shaded: {BAND_TEXT[kind]} ({why})"
+
+
+def band_edges(values: xr.DataArray, kind: str) -> tuple[xr.DataArray, xr.DataArray]:
+    """The lower and upper edge of the ``kind`` band (one of `BANDS`) over the ``instance`` dim,
+    NaN where it has no band (fewer than two values, or ``kind`` "none")."""
+    count = values.count("instance")
+    if kind == "minmax":
+        lo, hi = values.min("instance", skipna=True), values.max("instance", skipna=True)
+    elif kind in ("sd", "ci95"):
+        summ = summarize(values)
+        half = summ.half if kind == "ci95" else values.std("instance", ddof=1, skipna=True)
+        lo, hi = summ.mean - half, summ.mean + half
+    else:
+        lo = hi = xr.full_like(count, np.nan, dtype=float)
+    two = count >= 2
+    return lo.where(two), hi.where(two)
 
 
 def summarize(values: xr.DataArray) -> Summary:

@@ -446,6 +446,9 @@ def assemble(suite: Suite, exp: Experiment, results: dict, datasets: dict) -> "x
     }
     if exp.report_x:  # the report draws error against this parameter (`[experiment.report] x`)
         attrs["report_x"] = exp.report_x
+    for key in ("band", "yscale"):  # the curve pages' band and y axis (`[experiment.report]`)
+        if getattr(exp, f"report_{key}"):
+            attrs[f"report_{key}"] = getattr(exp, f"report_{key}")
     # the inliers' error is a reference only where whole rows are replaced and a metric measures
     # against it; under coordinate-level corruption the untouched rows are a biased subset
     inliers = any("inlier_mean" in (getattr(m.decl, "inputs", None) or ()) for m in exp.metric_entries)

@@ -14,7 +14,7 @@ import numpy as np
 from ... import verdicts as claims_mod
 from ...cube import attr_json
 from ..load import Cube
-from ..layout import Col, TextPages
+from ..layout import Col, TextPages, fitted_widths
 from .tables import fmt_num
 
 #: parameters of a recoverer that make its stopping rule, when it has them
@@ -43,8 +43,9 @@ def claims_pages(cubes: Sequence[Cube]) -> "TextPages | None":
     for exp in dict.fromkeys(v.experiment for v in found):
         mine = [v for v in found if v.experiment == exp]
         tp.heading(f"Experiment {exp}")
-        tp.table([Col("claim", 0.4), Col("in the paper", 1.75), Col("statement", 2.2),
-                  Col("measured", 3.6), Col("verdict", 1.0)],
+        # the id column holds the longest id on one line: an id cut into pieces cannot be searched
+        widths = fitted_widths([v.claim["id"] for v in mine], [1.75, 2.2, 3.6, 1.0], fontsize=tp.fs)
+        tp.table([Col(h, w) for h, w in zip(("claim", "in the paper", "statement", "measured", "verdict"), widths)],
                  [[v.claim["id"], v.claim.get("paper", "") or "–",
                    v.claim.get("text", "") or claims_mod.describe(v.claim), v.numbers, v.verdict]
                   for v in mine])

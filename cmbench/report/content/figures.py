@@ -1,5 +1,5 @@
 """Figures of a report: error versus budget (one page per adversary and metric,
-one panel per data set, one line per method with a 95% band), recovery
+one panel per data set, one line per method with its band, `load.band_kind`), recovery
 thresholds where the structure is known, runtime per method, and differences
 against a baseline.
 
@@ -22,7 +22,7 @@ import xarray as xr
 
 from .claims_page import convergence_lines
 from ...cube import FAILURES, GAPS
-from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
+from ..load import BAND_TEXT, Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
 from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
                      draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal)
 from ..style import LineStyle, MethodStyles
@@ -45,11 +45,21 @@ THRESHOLD_SCOPE = {
 }
 
 
-#: the reference line of the inliers' error (`sampling_error`): its label and look (not a method)
-SAMPLING = "sampling error"
+#: the reference line of the inliers' error (`sampling_error`): its label and look (not a method).
+#: Named for what it is, the mean of the rows the adversary did not touch, so that it cannot be
+#: taken for a method such as the noisy mean (which DKK17's code calls "Sampling Error (with noise)")
+SAMPLING = "untouched rows' mean (reference)"
 SAMPLING_STYLE = LineStyle("#000000", "", ":")
-SAMPLING_NOTE = (f"'{SAMPLING}': the l2 error of the mean of the rows the adversary left untouched "
-                 f"(mean over instances); no estimator is expected below it.")
+SAMPLING_NOTE = (f"'{SAMPLING}', dotted: the l2 error of the mean of the rows the adversary left untouched, "
+                 f"the sampling error without the noise (mean over instances); no estimator is expected "
+                 f"below it.")
+#: a page whose curves span more than this many orders of magnitude gets a log y axis, or zoom
+#: panels where some value is <= 0 (`y_scale`), unless the suite sets ``[experiment.report] yscale``
+SPAN_DECADES = 1.5
+#: at most this many x values: each gets its tick, at its value
+MAX_TICKS = 12
+#: two curves agreeing to this relative tolerance at every point of every panel are "the same"
+SAME_RTOL = 1e-3
 
 
 def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
@@ -72,11 +82,12 @@ def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
 
 @dataclass
 class Panel:
-    """One data set's curves: per method, (budgets, centre, half-width)."""
+    """One data set's curves: per method, (centre, band's lower edge, band's upper edge) at ``x``
+    (NaN edges: no band there)."""
 
     title: str
     x: np.ndarray
-    curves: dict[str, tuple[np.ndarray, np.ndarray]]
+    curves: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
     thresholds: list[tuple[str, float]] = field(default_factory=list)
     off_range: list[str] = field(default_factory=list)  # thresholds not drawn
     key: str = ""  # the data set's label, for notes
@@ -95,13 +106,111 @@ class CurvePage:
     subtitle: str = ""
     zero_line: bool = False
     floor_zero: bool = True
+    band_label: str = ""  # the legend's entry for the shaded bands ("" when none is drawn)
+    yscale: str = "linear"  # or "log"
+    xticks: list[float] | None = None  # a tick at each of these x values; None: the renderer's own
+    same_as: dict[str, str] = field(default_factory=dict)  # method -> the earlier one it coincides with
 
 
-def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, **kw) -> Page:
-    """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`."""
+def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, *,
+               band: str = "", yscale: str = "auto", notes: Sequence[str] = (), **kw) -> Page:
+    """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`.
+
+    ``band``: the kind of band the panels' edges are (`load.BAND_TEXT`), for the legend; ``yscale``:
+    "auto" (`y_scale`'s rule), "log" or "linear". The page's x ticks (`MAX_TICKS`) and the curves
+    that coincide with an earlier one (`coinciding`) are found here, once for both renderers.
+    """
+    panels = list(panels)
+    scale, panels, scale_notes = y_scale(panels, yscale)
     drawn = dict.fromkeys(m for p in panels for m in p.curves)  # in the order of first appearance
     looks = {m: SAMPLING_STYLE if m == SAMPLING else styles[m] for m in drawn}
-    return Page(slug, CurvePage(title, list(panels), looks, **kw), draw_curves)
+    has_band = any(np.isfinite(lo).any() for p in panels for _, lo, _ in p.curves.values())
+    xs = np.unique(np.concatenate([np.asarray(p.x, float) for p in panels])) if panels else np.array([])
+    xs = xs[np.isfinite(xs)]
+    same = coinciding(panels)
+    notes = list(notes) + scale_notes
+    if same:
+        notes.append("Curves marked 'same as' agree with the method named to within "
+                     f"{SAME_RTOL:.1%} at every point; they are drawn with open markers on top of it.")
+    return Page(slug, CurvePage(title, panels, looks, notes=notes,
+                                band_label=f"shaded: {BAND_TEXT.get(band, band)}" if band and has_band else "",
+                                yscale=scale, xticks=[float(v) for v in xs] if 0 < xs.size <= MAX_TICKS else None,
+                                same_as=same, **kw), draw_curves)
+
+
+def legend_label(page: CurvePage, method: str) -> str:
+    """A method's legend entry: its label, and the method its curve coincides with."""
+    return f"{method} (same as {page.same_as[method]})" if method in page.same_as else method
+
+
+def coinciding(panels: Sequence[Panel]) -> dict[str, str]:
+    """Method -> the first method before it whose curve it matches (to `SAME_RTOL`, NaN where
+    it is NaN) on every panel: drawn alike, one would hide the other."""
+    methods = list(dict.fromkeys(m for p in panels for m in p.curves))
+    out: dict[str, str] = {}
+    for i, m in enumerate(methods):
+        for first in methods[:i]:
+            if first in out:
+                continue
+            if all(_same(p.curves.get(m), p.curves.get(first)) for p in panels):
+                out[m] = first
+                break
+    return out
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = np.asarray(a[0], float), np.asarray(b[0], float)
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if not (fa == fb).all() or not fa.any():
+        return False
+    return bool(np.allclose(a[fa], b[fb], rtol=SAME_RTOL, atol=0.0))
+
+
+def y_scale(panels: list[Panel], asked: str = "auto") -> tuple[str, list[Panel], list[str]]:
+    """The y axis of a page of curves: ``(scale, panels, notes)``.
+
+    The rule ("auto"): a method's size on the page is its largest absolute mean over every
+    panel. When the largest size is more than `SPAN_DECADES` orders of magnitude above the
+    smallest, a linear axis squashes the small curves into a line at the bottom; then the axis is
+    logarithmic if every value is positive, else (errors in excess of a reference can be <= 0,
+    which a log axis cannot show) each panel gets a zoomed companion panel holding the curves more
+    than `SPAN_DECADES` orders below its largest. "log" and "linear" (``[experiment.report]
+    yscale``) force the axis; on a forced log axis values <= 0 are not drawn, as a note says.
+    """
+    centres = [np.asarray(c, float) for p in panels for c, _, _ in p.curves.values()]
+    values = np.concatenate([c[np.isfinite(c)] for c in centres]) if centres else np.array([])
+    positive = bool(values.size) and bool((values > 0).all())
+    if asked == "log":
+        notes = [] if positive or not values.size else ["Values <= 0 are not drawn on the log axis."]
+        return "log", panels, notes
+    if asked == "linear" or values.size == 0:
+        return "linear", panels, []
+    sizes = {}
+    for p in panels:
+        for m, (c, _, _) in p.curves.items():
+            c = np.abs(np.asarray(c, float))
+            if np.isfinite(c).any():
+                sizes[m] = max(sizes.get(m, 0.0), float(np.nanmax(c)))
+    big = max(sizes.values())
+    small = min(sizes.values())
+    if big <= 0 or (small > 0 and big / small <= 10 ** SPAN_DECADES):
+        return "linear", panels, []
+    if positive:
+        return "log", panels, [f"Log y axis: the curves span more than {SPAN_DECADES:g} orders of magnitude "
+                               f"(the methods' largest values run from {fmt_num(small)} to {fmt_num(big)})."]
+    out = []
+    for p in panels:
+        out.append(p)
+        size = {m: float(np.nanmax(np.abs(np.asarray(c, float)))) for m, (c, _, _) in p.curves.items()
+                if np.isfinite(np.asarray(c, float)).any()}
+        near = [m for m in p.curves if m in size and size[m] * 10 ** SPAN_DECADES < max(size.values())]
+        if near:
+            out.append(Panel(f"{p.title.splitlines()[0]}, zoomed", p.x, {m: p.curves[m] for m in near},
+                             key=f"{p.key or p.title.splitlines()[0]}, zoomed"))
+    return "linear", out, [f"Zoomed panels: the curves more than {SPAN_DECADES:g} orders of magnitude below "
+                           f"their panel's largest, on their own y axis (some values are <= 0: no log axis)."]
 
 
 # -- error curves --------------------------------------------------------------------
@@ -110,10 +219,12 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     pages = []
     status = cube.status()
     errors = cube.by_method("error")
+    kind = band_kind(cube)
     for adversary in cube.adversaries:
         for metric in cube.metrics:
             values = cube.ok_values(metric).sel(adversary=adversary)
             summ = summarize(values)
+            lower, upper = band_edges(values, kind)
             panels, empty = [], []
             ref = sampling_error(cube, adversary) if metric == "l2" else None
             for d in cube.datasets:
@@ -121,9 +232,10 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                 if not np.isfinite(mean.values).any():
                     empty.append(d)
                     continue
-                panels.append(_panel(cube, adversary, d, mean, summ.half.sel(dataset=d)))
+                panels.append(_panel(cube, adversary, d, mean, lower.sel(dataset=d), upper.sel(dataset=d)))
                 if ref is not None:
-                    panels[-1].curves[SAMPLING] = (ref.sel(dataset=d).values, np.full(len(cube.budgets), np.nan))
+                    none = np.full(len(cube.budgets), np.nan)
+                    panels[-1].curves[SAMPLING] = (ref.sel(dataset=d).values, none, none)
             notes = [f"Recoverer {line}" for line in convergence_lines(cube)]
             if ref is not None:
                 notes.append(SAMPLING_NOTE)
@@ -134,12 +246,12 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
             notes += _partial_notes(cube, summ, status.sel(adversary=adversary), adversary)
             if not panels:
                 continue  # no page of empty panels; the note reaches the cells page
-            title = (f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} versus "
+            title = (f"{cube.experiment}: {metric_name(metric, math=False)} versus "
                      f"budget, adversary {adversary}{_adv_detail(cube, adversary)}")
             pages.append(curve_page(f"{cube.experiment}-{adversary}-{metric}", title, panels, styles,
-                                    xlabel=cube.budget_axis(adversary),
-                                    ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
-                                    subtitle="mean over instances with a 95% confidence band"))
+                                    xlabel=cube.budget_axis(adversary), ylabel=metric_name(metric),
+                                    notes=notes, subtitle=band_caption(cube), band=kind,
+                                    yscale=report_yscale(cube)))
     return pages
 
 
@@ -152,12 +264,18 @@ def no_curves_reason(cube: Cube) -> str:
             f"that did not run say more")
 
 
+def report_yscale(cube: Cube) -> str:
+    """The cube's ``report_yscale`` attribute (``[experiment.report] yscale``), else "auto"."""
+    asked = str(cube.attrs.get("report_yscale", "") or "")
+    return asked if asked in ("log", "linear") else "auto"
+
+
 def _panel(cube: Cube, adversary: str, dataset: str, mean: xr.DataArray,
-           half: xr.DataArray) -> Panel:
+           lower: xr.DataArray, upper: xr.DataArray) -> Panel:
     x = cube.budgets
-    means, halves = (a.transpose("method", "budget").values for a in (mean, half))
+    means, lows, highs = (a.transpose("method", "budget").values for a in (mean, lower, upper))
     at = positions(mean, "method")
-    curves = {m: (means[at[m]], halves[at[m]]) for m in cube.methods}
+    curves = {m: (means[at[m]], lows[at[m]], highs[at[m]]) for m in cube.methods}
     drawn, off = [], []
     lo, hi = float(np.nanmin(x)), float(np.nanmax(x))
     pad = 0.25 * (hi - lo if hi > lo else max(abs(hi), 1.0))
@@ -201,9 +319,9 @@ def draw_curves(page: CurvePage) -> Figure:
     """A page of panels in a grid (3 columns at most), one shared legend on top,
     and notes at the bottom.
 
-    ``floor_zero`` starts the y axis at 0 (errors are non-negative); the axis is
-    linear, so a method that recovers exactly sits visibly at zero, where a log
-    axis would magnify its rounding noise. When one method's mean explodes (more
+    ``floor_zero`` starts a linear y axis at 0 (errors are non-negative), so a
+    method that recovers exactly sits visibly at zero; the record says when the
+    axis is logarithmic instead (`y_scale`). When one method's mean explodes (more
     than `CLIP_RATIO` times the 90th percentile of all means) the axis is cut
     above the rest, the cut points are marked on the top edge and a note gives
     their maxima. Confidence bands are cut at `BAND_RATIO` times the panel's
@@ -220,8 +338,7 @@ def draw_curves(page: CurvePage) -> Figure:
     shared_thr = with_thr[0] if with_thr and all(t == with_thr[0] for t in with_thr) else None
     clipped: dict[str, list[str]] = {}
     for ax, panel in zip(axes.ravel(), panels):
-        for m, text in _draw_panel(ax, panel, styles, floor_zero=page.floor_zero,
-                                   zero_line=page.zero_line, thr_legend=shared_thr is None):
+        for m, text in _draw_panel(ax, panel, page, thr_legend=shared_thr is None):
             clipped.setdefault(m, []).append(text)
         ax.set_xlabel(page.xlabel)
         ax.set_ylabel(page.ylabel)
@@ -232,18 +349,23 @@ def draw_curves(page: CurvePage) -> Figure:
     notes = wrap_notes(notes)
 
     h = PAGE[1]
-    ncol = legend_columns(methods, 9, 6)
+    labels = [legend_label(page, m) for m in methods] + ([page.band_label] if page.band_label else [])
+    ncol = legend_columns(labels, 9, 6)
     thr_labels = [f"{lb} = {fmt_num(v)}" for lb, v in shared_thr or []]
     thr_ncol = legend_columns(["recovery thresholds:"] + thr_labels, 8.5, 6)
     thr_rows = math.ceil((len(thr_labels) + 1) / thr_ncol) if shared_thr else 0
-    rows = math.ceil(len(methods) / ncol) + thr_rows
+    rows = math.ceil(len(labels) / ncol) + thr_rows
     fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (LEGEND_Y + LEGEND_ROW * rows + 0.45) / h,
                         bottom=(0.72 + NOTE_LINE * len(notes)) / h,
                         hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
     draw_title(fig, page.title, page.subtitle)
     if methods:
-        page_legend(fig, [Line2D([], [], label=literal(m), **styles[m].kwargs()) for m in methods], ncol,
-                    LEGEND_Y, fontsize=9, handlelength=3.0, columnspacing=2.0)
+        from matplotlib.patches import Patch
+
+        handles = [Line2D([], [], label=literal(legend_label(page, m)), **_line_kwargs(page, m)) for m in methods]
+        if page.band_label:
+            handles.append(Patch(facecolor="0.5", alpha=0.3, linewidth=0, label=page.band_label))
+        page_legend(fig, handles, ncol, LEGEND_Y, fontsize=9, handlelength=3.0, columnspacing=2.0)
     if shared_thr:
         intro = Line2D([], [], linestyle="none", label="recovery thresholds:")
         page_legend(fig, [intro] + _threshold_handles(shared_thr), thr_ncol,
@@ -271,25 +393,36 @@ def _threshold_handles(thresholds: Sequence[tuple[str, float]]) -> list[Line2D]:
             for (label, value), (c, ls) in zip(thresholds, itertools.cycle(THRESHOLD_STYLES))]
 
 
-def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
-                zero_line: bool, thr_legend: bool) -> list[tuple[str, str]]:
+def _line_kwargs(page: CurvePage, method: str) -> dict:
+    """A curve's matplotlib look: a curve that coincides with an earlier one has open, larger
+    markers, drawn on top, so that both stay visible."""
+    kw = page.styles[method].kwargs()
+    if method in page.same_as:
+        kw.update(markerfacecolor="none", markersize=8, markeredgewidth=1.3)
+    return kw
+
+
+def _draw_panel(ax, panel: Panel, page: CurvePage, *, thr_legend: bool) -> list[tuple[str, str]]:
     """Draw one panel; return (method, "data set (max v)") for curves cut at the top."""
+    styles, floor_zero = page.styles, page.floor_zero and page.yscale != "log"
     x = np.asarray(panel.x, dtype=float)
     order = np.argsort(x)
     x = x[order]
     drawn = {}
-    for m, (centre, half) in panel.curves.items():
-        c, hw = np.asarray(centre, float)[order], np.asarray(half, float)[order]
+    if page.yscale == "log":
+        ax.set_yscale("log")
+    for m, (centre, lower, upper) in panel.curves.items():
+        c, lo, hi = (np.asarray(a, float)[order] for a in (centre, lower, upper))
         if not np.isfinite(c).any():
             continue
         st = styles[m]
-        band = np.isfinite(c) & np.isfinite(hw)
+        band = np.isfinite(c) & np.isfinite(lo) & np.isfinite(hi)
         if band.any():
-            ax.fill_between(x, np.where(band, c - hw, np.nan), np.where(band, c + hw, np.nan),
+            ax.fill_between(x, np.where(band, lo, np.nan), np.where(band, hi, np.nan),
                             color=st.color, alpha=0.16, linewidth=0, zorder=2)
-        ax.plot(x, c, label=literal(m), zorder=3, **st.kwargs())
-        drawn[m] = (c, np.where(band, c + hw, c))
-    if zero_line:
+        ax.plot(x, c, label=literal(m), zorder=4 if m in page.same_as else 3, **_line_kwargs(page, m))
+        drawn[m] = (c, np.where(band, hi, c))
+    if page.zero_line:
         ax.axhline(0.0, color="0.2", linewidth=0.8, zorder=1)
     for (_, value), h in zip(panel.thresholds, _threshold_handles(panel.thresholds)):
         ax.axvline(value, color=h.get_color(), linestyle=h.get_linestyle(), linewidth=1.2,
@@ -299,7 +432,7 @@ def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
                   framealpha=0.85, handlelength=2.5, title="recovery thresholds",
                   title_fontsize=7.5)
     cut = []
-    top = _ylimits(ax, drawn, floor_zero=floor_zero)
+    top = _ylimits(ax, drawn, floor_zero=floor_zero, log=page.yscale == "log")
     if top is not None:
         for m, (c, _) in drawn.items():
             over = np.isfinite(c) & (c > top)
@@ -309,18 +442,30 @@ def _draw_panel(ax, panel: Panel, styles: MethodStyles, *, floor_zero: bool,
                 where = panel.key or panel.title.splitlines()[0]
                 cut.append((m, f"{where} (max {fmt_num(c[over].max())})"))
     ax.set_title(panel.title, fontsize=9.5, loc="left")
-    if len(x) <= 7:  # label every budget; more would crowd, the default locator copes
-        ax.set_xticks(x)
-        ax.set_xticklabels([fmt_num(v) for v in x])
+    if page.xticks is not None:  # a tick at each value of the grid (`MAX_TICKS`)
+        ax.set_xticks(page.xticks)
+        ax.set_xticklabels([fmt_num(v) for v in page.xticks])
     return cut
 
 
-def _ylimits(ax, drawn: dict, *, floor_zero: bool) -> float | None:
+def _ylimits(ax, drawn: dict, *, floor_zero: bool, log: bool = False) -> float | None:
     """Set the y range; return the top when a curve was cut, else None."""
     if not drawn:
         return None
     centres = np.concatenate([c[np.isfinite(c)] for c, _ in drawn.values()])
     tops = np.concatenate([t[np.isfinite(t)] for _, t in drawn.values()])
+    if log:  # the means' range, a little more: a band reaching far below would compress it
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        pos = centres[centres > 0]
+        if pos.size:
+            ax.set_ylim(pos.min() / 1.6, max(pos.max(), min(tops.max(), BAND_RATIO * pos.max())) * 1.6)
+        # ticks at 1, 2 and 5 times each power of ten, written as numbers: decades alone leave
+        # a curve between two labels unreadable
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_num(v)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        return None
     if not floor_zero or centres.min() < 0:
         return None  # differences: matplotlib's own range, around the zero line
     ref = float(np.percentile(centres, 90))
@@ -405,7 +550,7 @@ class RuntimePage:
     datasets: list[str]
     per_dataset: np.ndarray  # (method, dataset): mean seconds
     budgets: np.ndarray  # sorted
-    by_budget: np.ndarray  # (method, budget): mean seconds, budgets sorted
+    by_budget: np.ndarray | None  # (method, budget): mean seconds, budgets sorted; None for one budget
     budget_label: str
     timeouts: int
     failures: int
@@ -430,7 +575,9 @@ def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
         per_dataset=per_ds.transpose("method", "dataset").sel(
             {"method": methods, "dataset": list(cube.datasets)}).values.astype(float),
         budgets=cube.budgets[order],
-        by_budget=by_budget.transpose("method", "budget").sel({"method": methods}).values[:, order],
+        # with one budget the "by budget" panel would be one column of dots: no panel then
+        by_budget=(by_budget.transpose("method", "budget").sel({"method": methods}).values[:, order]
+                   if len(order) > 1 else None),
         budget_label=("budget" if len({cube.level(a) for a in cube.adversaries}) != 1
                       else cube.budget_axis(cube.adversaries[0])),
         timeouts=int(counts.get("timeout", 0)), failures=int(counts.get("failed", 0)))
@@ -449,8 +596,11 @@ def draw_runtime(page: RuntimePage) -> Figure:
     # (a label longer than a third of the page is cut there: the legend stays beside the axes)
     legend = min(0.45 + 0.062 * max(map(len, methods)), PAGE[0] / 3) / PAGE[0]
     width = min(0.62, 0.97 - 0.22 - 0.01 - legend)
+    if page.by_budget is None:  # the bars alone: they take the page's height, up to a readable bar
+        height = min(0.78, 0.12 * len(methods))
     ax = fig.add_axes([0.22, 0.86 - height, width, height])
-    _runtime_by_budget(fig.add_axes([0.22, 0.08, width, 0.86 - height - 0.17]), page)
+    if page.by_budget is not None:
+        _runtime_by_budget(fig.add_axes([0.22, 0.08, width, 0.86 - height - 0.17]), page)
     y = np.arange(len(methods))[::-1]
     ax.barh(y, np.where(np.isfinite(overall), overall, 0.0),
             color=[styles[m].color for m in methods], alpha=0.8, height=0.62, zorder=2)
@@ -524,21 +674,21 @@ def baseline_pages(cube: Cube, base: Cube, styles: MethodStyles) -> list[Page]:
                 if not np.isfinite(dd.values).any():
                     continue
                 hh = half.sel(adversary=adversary, dataset=d)
-                curves = {str(m): (dd.sel({"method": m}).values, hh.sel({"method": m}).values)
-                          for m in dd["method"].values}
+                curves = {str(m): (dd.sel({"method": m}).values, (dd - hh).sel({"method": m}).values,
+                                   (dd + hh).sel({"method": m}).values) for m in dd["method"].values}
                 panels.append(Panel(cube.dataset_title(d), np.asarray(dd["budget"].values, float),
                                     curves, key=d))
             if not panels:
                 continue
-            name = METRIC_TEXT.get(metric, metric)
+            name = metric_name(metric, math=False)
             title = (f"{cube.experiment}: {name}, this run minus baseline "
                      f"({base.experiment}), adversary {adversary}")
             pages.append(curve_page(
                 f"{cube.experiment}-baseline-{adversary}-{metric}", title, panels, styles,
-                xlabel=cube.budget_axis(adversary), ylabel=f"difference in {METRIC_NAMES.get(metric, metric)}",
+                xlabel=cube.budget_axis(adversary), ylabel=f"difference in {metric_name(metric)}",
                 subtitle=f"mean over instances of the paired difference, "
                          f"95% band; below 0: lower error than the baseline {PurePath(base.source).name}",
-                zero_line=True, floor_zero=False))
+                zero_line=True, floor_zero=False, band="ci95", yscale="linear"))
     return pages
 
 

@@ -4,16 +4,21 @@
 
 * ``<experiment>-ranking-<metric>.csv`` / ``.tex``: the report's ranking table
   (mean error, average rank, cells with a value), best first;
-* ``<experiment>-mean-error-<metric>.csv`` / ``.tex``: mean error per method
-  (rows) and data set (columns; per adversary when there are several), over the
-  budgets and instances where the method's cells are ok.
+* ``<experiment>-mean-error-<metric>.csv``: one row per method and cell (data
+  set, adversary, budget): the mean and standard deviation over the ok instances,
+  their count, and whether it is the cell's lowest mean;
+* ``<experiment>-mean-error-<metric>.tex``: mean error per method (rows) and data
+  set (columns; per adversary when there are several), over the budgets and
+  instances where the method's cells are ok, as its caption says.
 
-The best value of each numeric column is marked: bold (``\\textbf``) in LaTeX, a
-trailing ``*`` in CSV. A mean over fewer cells than the column has (the method is
-undefined or failed somewhere) carries a dagger and cannot be marked best: a
-method must not win by skipping the hard cells. The LaTeX uses booktabs rules
-(``\\usepackage{booktabs}``). Values are printed to three significant digits;
-`cmbench export` gives the full-precision numbers.
+The CSV files are for programs: every numeric column holds plain numbers at full
+precision (empty where there is none), and what a reader would see marked is a
+column of its own: ``best_*`` (true/false) and, in the ranking, ``complete`` (the
+mean error covers every cell). In LaTeX the best value of each numeric column is
+bold; a mean over fewer cells than the column has (the method is undefined or
+failed somewhere) carries a dagger and cannot be marked best: a method must not
+win by skipping the hard cells. The LaTeX uses booktabs rules
+(``\\usepackage{booktabs}``) and three significant digits.
 """
 from __future__ import annotations
 
@@ -26,7 +31,8 @@ import pandas as pd
 
 from ...files import check_target, replaced
 from ..layout import slug
-from ..load import METRIC_TEXT, Cube, load_cube, summarize
+from ..load import Cube, load_cube, metric_name, summarize
+from .significance import CELL_RANK
 from .tables import finite_mean, ranking
 
 DAGGER = "†"
@@ -95,7 +101,7 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
             name, n = f"{stem}-{n}", n + 1
         taken.add(name.casefold())
         for metric in cube.metrics:
-            what = METRIC_TEXT.get(metric, metric)
+            what = metric_name(metric, math=False)
             stem = f"{name}-ranking-{slug(metric, 'table')}"
             df = ranking(cube, metric)
             if not np.isfinite(df["mean_rank"]).any():
@@ -109,16 +115,22 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
             table = pd.DataFrame({
                 "method": df["method"], "recoverer + estimator": df["recoverer"] + " + " + df["estimator"],
                 "mean error": [fmt_sig(v) for v in df["mean_error"]],
-                "average rank": [fmt_sig(v) for v in df["mean_rank"]],
+                CELL_RANK: [fmt_sig(v) for v in df["mean_rank"]],
                 "cells": [f"{c}/{t}" for c, t in zip(df["cells"], df["total_cells"])],
             })
-            caption = (f"{cube.experiment}: methods by {what}, best first. Average rank over the "
-                       f"(data set, adversary, budget) cells, 1 = lowest error; a method without a "
+            caption = (f"{cube.experiment}: methods by {what}, best first. {CELL_RANK.capitalize()}: the rank of "
+                       f"the instance means in each (data set, adversary, budget) cell, averaged over the cells, 1 = lowest error; a method without a "
                        f"value in a cell ranks below those with one. Best per column in bold; "
                        f"{DAGGER} mean error over fewer cells than the others (not marked best).")
+            csv = pd.DataFrame({
+                "method": df["method"], "recoverer": df["recoverer"], "estimator": df["estimator"],
+                "mean_error": df["mean_error"], "mean_rank": df["mean_rank"],
+                "cells": df["cells"], "total_cells": df["total_cells"],
+                "complete": full["mean_error"], "best_mean_error": best["mean_error"],
+                "best_mean_rank": best["mean_rank"]})
             written += _write(table, {"mean error": (best["mean_error"], marks["mean_error"]),
-                                      "average rank": (best["mean_rank"], marks["mean_rank"])},
-                              out / stem, caption, label=f"tab:{stem}")
+                                      CELL_RANK: (best["mean_rank"], marks["mean_rank"])},
+                              out / stem, caption, label=f"tab:{stem}", csv=csv)
             means, complete = mean_error_table(cube, metric)
             if means.empty:
                 continue
@@ -133,8 +145,29 @@ def write_tables(cubes: Sequence[str | os.PathLike | Cube], out_dir: str | os.Pa
             caption = (f"{cube.experiment}: mean {what} per method and data set, over budgets and "
                        f"instances. Lowest per column in bold; {DAGGER} mean over fewer budgets "
                        f"(the method is undefined or failed at the others).")
-            written += _write(table, marked, out / stem, caption, label=f"tab:{stem}")
+            written += _write(table, marked, out / stem, caption, label=f"tab:{stem}",
+                              csv=cell_means(cube, metric))
     return written
+
+
+def cell_means(cube: Cube, metric: str) -> pd.DataFrame:
+    """One row per method and cell (data set, adversary, budget) where the method has a value:
+    ``mean`` and ``sd`` (ddof 1) over the ok instances, their count ``instances``, and ``best``:
+    the cell's lowest mean (ties all true). Nothing is averaged over budgets or data sets."""
+    vals = cube.ok_values(metric)  # (method, dataset, instance, adversary, budget)
+    summ = summarize(vals)
+    dims = ("method", "dataset", "adversary", "budget")
+    mean = summ.mean.transpose(*dims)
+    sd = vals.std("instance", ddof=1, skipna=True).transpose(*dims)
+    count = summ.count.transpose(*dims)
+    lowest = mean.min("method", skipna=True)
+    frame = pd.DataFrame({
+        "mean": mean.values.ravel(), "sd": sd.values.ravel(), "instances": count.values.ravel(),
+        "best": (mean == lowest).values.ravel()},
+        index=pd.MultiIndex.from_product([[str(v) for v in mean[d].values] for d in dims], names=dims))
+    frame = frame.reset_index()
+    frame["budget"] = frame["budget"].astype(float)
+    return frame[np.isfinite(frame["mean"].to_numpy())].reset_index(drop=True)
 
 
 def fmt_sig(x: float) -> str:
@@ -144,13 +177,12 @@ def fmt_sig(x: float) -> str:
     return f"{x:#.3g}".rstrip(".")
 
 
-def _write(table: pd.DataFrame, marked: dict, stem: Path, caption: str, *, label: str) -> list[Path]:
-    """``stem``.csv (best marked with ``*``) and ``stem``.tex (best in bold), booktabs."""
-    csv = table.copy()
+def _write(table: pd.DataFrame, marked: dict, stem: Path, caption: str, *, label: str,
+           csv: pd.DataFrame) -> list[Path]:
+    """``stem``.csv (``csv``: numbers, for programs) and ``stem``.tex (``table``, best in bold), booktabs."""
     tex_cells = {c: [_tex(v) for v in table[c]] for c in table.columns}
     for col, (best, mark) in marked.items():
         best, mark = np.asarray(best, bool), np.asarray(mark, object)
-        csv[col] = [f"{v}{m}{'*' if b else ''}" for v, m, b in zip(table[col], mark, best)]
         tex_cells[col] = [(rf"\textbf{{{_tex(v)}}}" if b else _tex(v)) + (r"$^\dagger$" if m else "")
                           for v, m, b in zip(table[col], mark, best)]
     csv_path, tex_path = stem.with_suffix(".csv"), stem.with_suffix(".tex")

@@ -5,11 +5,11 @@ An experiment may say ``[experiment.report] x = "dataset.d"``: its cube then has
 attribute ``report_x = "dataset.d"`` and the coordinate ``dataset_d`` along the
 ``dataset`` dim (one value per data set entry, NaN where an entry lacks it). Its
 curve pages then put that parameter on the x axis: one page per (adversary,
-metric), one panel per budget, one line per method (mean over instances with a
-95% band), the data sets being the points of a line. A cube with the variable
+metric), one panel per budget, one line per method (mean over instances with the
+band of `load.band_kind`), the data sets being the points of a line. A cube with the variable
 ``inlier_l2`` (the error of the mean of the rows the adversary left untouched,
 dims dataset, instance, adversary, budget) gets it drawn on its ``l2`` pages as
-the line "sampling error": what no estimator can beat on those rows.
+the reference line `figures.SAMPLING`: what no estimator can beat on those rows.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from typing import Optional
 
 import numpy as np
 
-from .figures import SAMPLING, SAMPLING_NOTE, Panel, curve_page, sampling_error
+from .figures import SAMPLING, SAMPLING_NOTE, Panel, curve_page, report_yscale, sampling_error
 from ..layout import Col, Page, TextPages, plain
-from ..load import METRIC_NAMES, METRIC_TEXT, Cube, positions, summarize
+from ..load import Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
 from ..style import MethodStyles
 from .tables import fmt_num
 
@@ -48,21 +48,24 @@ def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     keep = [d for d, x in zip(cube.datasets, xs) if np.isfinite(x)]
     x_of = dict(zip(cube.datasets, xs))
     pages = []
+    kind = band_kind(cube)
     for adversary in cube.adversaries:
         ref = sampling_error(cube, adversary)
         for metric in cube.metrics:
-            summ = summarize(cube.ok_values(metric).sel(adversary=adversary))
+            values = cube.ok_values(metric).sel(adversary=adversary)
+            summ = summarize(values)
             dims = ("method", "dataset", "budget")
-            mean_a, half_a = (a.transpose(*dims).values for a in (summ.mean, summ.half))
+            mean_a, lo_a, hi_a = (a.transpose(*dims).values for a in (summ.mean, *band_edges(values, kind)))
             mi, di = positions(summ.mean, "method"), positions(summ.mean, "dataset")
             x = np.array([x_of[d] for d in keep])
             cols = [di[d] for d in keep]
             panels = []
             for j, b in enumerate(cube.budgets):
-                curves = {m: (mean_a[mi[m], cols, j], half_a[mi[m], cols, j]) for m in cube.methods
-                          if np.isfinite(mean_a[mi[m], cols, j]).any()}
+                curves = {m: (mean_a[mi[m], cols, j], lo_a[mi[m], cols, j], hi_a[mi[m], cols, j])
+                          for m in cube.methods if np.isfinite(mean_a[mi[m], cols, j]).any()}
                 if ref is not None and metric == "l2":
-                    curves[SAMPLING] = (ref.sel(dataset=keep).values[:, j], np.full(len(keep), np.nan))
+                    none = np.full(len(keep), np.nan)
+                    curves[SAMPLING] = (ref.sel(dataset=keep).values[:, j], none, none)
                 if curves:
                     panels.append(Panel(f"{cube.budget_symbol(adversary)} = {fmt_num(float(b))}", x, curves,
                                         key=f"budget {fmt_num(float(b))}"))
@@ -74,11 +77,10 @@ def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                              f"{', '.join(d for d in cube.datasets if d not in keep)}.")
             if ref is not None and metric == "l2":
                 notes.append(SAMPLING_NOTE)
-            title = f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} versus {param}, adversary {adversary}"
+            title = f"{cube.experiment}: {metric_name(metric, math=False)} versus {param}, adversary {adversary}"
             pages.append(curve_page(f"{cube.experiment}-{adversary}-{metric}-by-{param}", title, panels,
-                                    styles, xlabel=param,
-                                    ylabel=METRIC_NAMES.get(metric, metric), notes=notes,
-                                    subtitle="mean over instances with a 95% confidence band"))
+                                    styles, xlabel=param, ylabel=metric_name(metric), notes=notes,
+                                    subtitle=band_caption(cube), band=kind, yscale=report_yscale(cube)))
     return pages
 
 
@@ -105,7 +107,7 @@ def mean_sd_text(cube: Cube) -> Optional[TextPages]:
                 s_a = sd.sel(at).transpose("method", "dataset").sel(dataset=order).values
                 if not np.isfinite(m_a).any():
                     continue
-                tp.heading(f"{METRIC_TEXT.get(metric, metric)}, adversary {adversary}, "
+                tp.heading(f"{metric_name(metric, math=False)}, adversary {adversary}, "
                            f"{plain(cube.budget_symbol(adversary))} = {fmt_num(float(b))}")
                 heads = [f"{param} = {fmt_num(float(cube.ds[coord].sel(dataset=d)))}" for d in order]
                 rows = [[m] + [_mean_sd(mu, s) for mu, s in zip(m_a[i], s_a[i])]

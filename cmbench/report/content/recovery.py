@@ -1,11 +1,13 @@
 """Recovery quality pages: how close each recoverer's filled entries are to the clean values.
 
 Per experiment and adversary, two figures with a panel per data set and a line
-per recoverer (mean over instances, 95% band): the root mean squared error of the
+per recoverer (mean over instances, with the band of `load.band_kind`): the root mean squared error of the
 recovered entries against the clean values (``recovery_rmse``), and the fraction
 of corrupted entries recovered within the cube's stated tolerance
 (``recovered_fraction``). A recoverer that leaves entries NaN (``none``) or is not
-applicable draws no line. Cubes written before these variables existed get no page.
+applicable draws no line. Cubes written before these variables existed get no page, and
+neither does a cube whose every recoverer is ``none`` (nothing recovered: its RMSE is only
+the corruption's own size).
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import numpy as np
 
 from .figures import Panel, curve_page
 from ..layout import Page
-from ..load import Cube, positions, summarize
+from ...cube import attr_json
+from ..load import Cube, band_caption, band_edges, band_kind, positions, summarize
 from ..style import MethodStyles
 
 #: variable -> (axis label, what the page title says)
@@ -36,6 +39,10 @@ def recovery_pages(cube: Cube) -> list[Page]:
     if "recovery_rmse" not in cube.ds.data_vars:
         return []
     recs = [str(r) for r in cube.ds["recoverer"].values]
+    components = (attr_json(cube.attrs, "components", {}, cube.source) or {}).get("recoverers", {})
+    if all(str((components.get(r) or {}).get("name", r)) == "none" for r in recs):
+        return []
+    kind = band_kind(cube)
     styles = MethodStyles(recs)
     # the recovery's own status: a recoverer's cells share it across estimators only when
     # it failed, so a value counts where any estimator's cell on it is ok
@@ -52,19 +59,22 @@ def recovery_pages(cube: Cube) -> list[Page]:
             summ = summarize(v)
             panels = []
             dims = ("method", "dataset", "budget")
-            means, halves = (a.sel(adversary=adversary).transpose(*dims).values for a in (summ.mean, summ.half))
+            means, lows, highs = (a.sel(adversary=adversary).transpose(*dims).values
+                                  for a in (summ.mean, *band_edges(v, kind)))
             at, where = positions(summ.mean, "method"), positions(summ.mean, "dataset")
             for d in cube.datasets:
-                mean, half = means[:, where[d]], halves[:, where[d]]
-                curves = {r: (mean[at[r]], half[at[r]]) for r in recs if np.isfinite(mean[at[r]]).any()}
+                mean, low, high = means[:, where[d]], lows[:, where[d]], highs[:, where[d]]
+                curves = {r: (mean[at[r]], low[at[r]], high[at[r]]) for r in recs
+                          if np.isfinite(mean[at[r]]).any()}
                 if curves:
                     panels.append(Panel(cube.dataset_title(d), cube.budgets, curves, key=d))
             if not panels:
                 continue
             title = f"{cube.experiment}: {what}, adversary {adversary}"
-            sub = "per recoverer, mean over instances with a 95% band; " + (
+            sub = f"per recoverer, {band_caption(cube)}; " + (
                 tolerance_text(cube) if var == "recovered_fraction"
                 else "over the hidden or replaced entries the recoverer filled, in the data's units")
             pages.append(curve_page(f"{cube.experiment}-{adversary}-{var}", title, panels, styles,
-                                    xlabel=cube.budget_axis(adversary), ylabel=ylabel, subtitle=sub))
+                                    xlabel=cube.budget_axis(adversary), ylabel=ylabel, subtitle=sub,
+                                    band=kind, yscale="linear"))
     return pages

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import special
 
-from ..load import METRIC_TEXT, Cube
+from ..load import Cube, metric_name
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -106,6 +106,12 @@ def range_quantile(p: float, k: int) -> float:
     from scipy import stats
 
     return float(stats.studentized_range.ppf(p, k, np.inf))
+
+
+#: the two ranks a report shows, named apart: the CD diagram's (the Friedman test's, per block) and
+#: the ranking table's (per cell of instance means)
+BLOCK_RANK = "average block rank"
+CELL_RANK = "average cell rank"
 
 
 def rank_average(a: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -235,14 +241,14 @@ def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
         result, blocks, reason = run_tests(cube, metric, alpha)
         if result is None:
             continue
-        what = METRIC_TEXT.get(metric, metric)
+        what = metric_name(metric, math=False)
         caption = textwrap.fill(
             f"Friedman p = {result.p_value:.3g} over N = {result.n_blocks} "
             f"(data set, instance) blocks, k = {len(result.methods)} methods; {POST_HOC} "
-            f"CD = {result.cd:.3g} at alpha = {alpha:g}. Average rank, 1 = best; a bar joins "
-            f"methods not significantly different. These are the test's ranks of the methods' scores "
-            f"per block; the report's ranking (the ranking table, the terminal) is by average rank "
-            f"over the (data set, adversary, budget) cells.", 150)
+            f"CD = {result.cd:.3g} at alpha = {alpha:g}. The numbers are each method's {BLOCK_RANK}, "
+            f"1 = best: the test's ranks of the methods' scores per (data set, instance) block; a bar "
+            f"joins methods not significantly different. The ranking table's {CELL_RANK} is another "
+            f"quantity: the rank of the instance means in each (data set, adversary, budget) cell.", 150)
         pages.append(Page(f"{cube.experiment}-cd-{metric}",
                           CdPage(f"{cube.experiment}: critical-difference diagram ({what})", caption, result),
                           draw_cd_page))
@@ -306,6 +312,8 @@ def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
     for x in (lo, lo + result.cd):
         ax.plot([x, x], [1.27, 1.43], color="black", lw=1.0)
     ax.text(lo + result.cd / 2, 1.48, f"CD = {result.cd:.2f}", ha="center", va="bottom", fontsize=8)
+    ax.text(hi, 1.48, f"{BLOCK_RANK} (Friedman), 1 = best", ha="right", va="bottom", fontsize=8,
+            style="italic")
     # cliques: thick bars just below the axis
     for c, (a, b) in enumerate(cliques):
         y = -0.3 - 0.35 * c
@@ -330,7 +338,7 @@ def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
 
 def describe(result: Friedman | None, blocks: list, reason: str, metric: str) -> list[str]:
     """The paragraphs the ranking page prints about the tests."""
-    what = METRIC_TEXT.get(metric, metric)
+    what = metric_name(metric, math=False)
     datasets = sorted({d for d, _ in blocks})
     head = (f"Significance ({what}). Blocks are (data set, instance) pairs: different data sets and "
             f"instances drawn with their own seeds are close to independent, which the tests assume; "

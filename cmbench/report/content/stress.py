@@ -35,7 +35,7 @@ import xarray as xr
 
 from ..layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Col, Page, TextPages, clip_top,
                      draw_notes, draw_title, legend_columns, page_legend, panel_grid, plain, text_pages, wrap_notes)
-from ..load import METRIC_NAMES, METRIC_TEXT, Cube, summarize
+from ..load import Cube, metric_name, summarize
 from ..style import MethodStyles
 from .tables import fmt_num
 
@@ -180,7 +180,7 @@ def _dot_record(cube: Cube, adv: str, dataset: str, budgets: Sequence[float], me
         "random numbers in each cell, so the worst case may land slightly below a fixed attack it tried.")
     return DotPage(title, adv, list(methods), [styles[m].color for m in methods],
                    [(a, ok, LEVEL_TAG.get(cube.level(a), "?")) for a, ok in fixed],
-                   METRIC_NAMES.get(metric, metric), panels, notes)
+                   metric_name(metric), panels, notes)
 
 
 def draw_dots(page: DotPage) -> Figure:
@@ -341,8 +341,8 @@ def dentry_pages(cube: Cube, styles: MethodStyles, var: str = "d_entry1") -> lis
             + ("The rate alpha n/m_A is Corollary cor:upperBoundStructure's (Mahalanobis distance, "
                "up to a constant; tight by Theorem thm:lowerBoundStructure), valid below m_A/2n "
                "for missing entries." if rate_drawn else ""))
-        record = DistancePage(f"{cube.experiment}: {METRIC_TEXT.get(metric, metric)} against {name}, all cells",
-                              xlabel, METRIC_NAMES.get(metric, metric),
+        record = DistancePage(f"{cube.experiment}: {metric_name(metric, math=False)} against {name}, all cells",
+                              xlabel, metric_name(metric),
                               [(m, styles[m].color) for m in cube.methods], panels, notes)
         pages.append(Page(f"{cube.experiment}-stress-{var}-{metric}", record, draw_distance))
     return pages

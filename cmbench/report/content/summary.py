@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ...cube import STATUSES, attr_json
-from ..load import METRIC_TEXT, Cube, load_cube
+from ..load import Cube, load_cube, metric_name
 from .paper_tables import fmt_sig as fmt_num
 
 #: with more methods than ALL, the terminal shows the best TOP and those of --plugin
@@ -57,7 +57,7 @@ def summary_lines(cubes: Mapping[str, xr.Dataset] | Iterable[xr.Dataset], *, plu
         metric = cube.metrics[0]
         df = rank(cube, metric)
         mine = from_plugins(cube, plugins)
-        lines.append(f"{cube.experiment}: methods by {METRIC_TEXT.get(metric, metric)}, {CRITERION}; "
+        lines.append(f"{cube.experiment}: methods by {metric_name(metric, math=False)}, {CRITERION}; "
                      f"{int(df['total_cells'].max()) if len(df) else 0} cells")
         width = max([len(m) for m in df["method"]] + [6])
         lines.append(f"  {'':>4} {'method':<{width}}  {'avg rank':>8}  {'mean error':>10}")

@@ -16,7 +16,7 @@ import xarray as xr
 
 from . import significance
 from ...cube import FAILURES, GAPS, STATUSES
-from ..load import METRIC_TEXT, Cube, environment_attr, summarize
+from ..load import Cube, environment_attr, metric_name, summarize
 from ..layout import Col, TextPages
 
 MAX_GROUP_ROWS = 80  # rows of the cells-not-run list before it is cut with a count
@@ -315,12 +315,12 @@ def ranking_pages(cube: Cube) -> "TextPages | None":
             "Mean error is over the cells where the method has a value.", style="italic")
     for metric in cube.metrics:
         df = ranking(cube, metric)
-        tp.heading(f"By {METRIC_TEXT.get(metric, metric)}")
+        tp.heading(f"By {metric_name(metric, math=False)}")
         if not np.isfinite(df["mean_rank"]).any():
             tp.para(f"No method has a {metric} value in this experiment.", style="italic")
             continue
         tp.table([Col("#", 0.4, "right"), Col("method", 2.4), Col("recoverer + estimator", 2.6),
-                  Col("mean error", 1.1, "right"), Col("average rank", 1.1, "right"),
+                  Col("mean error", 1.1, "right"), Col(significance.CELL_RANK, 1.1, "right"),
                   Col("cells with a value", 1.4, "right")],
                  [[str(i + 1), r.method, f"{r.recoverer} + {r.estimator}", fmt_num(r.mean_error),
                    fmt_num(r.mean_rank, 3), f"{r.cells} / {r.total_cells}"]
@@ -374,7 +374,7 @@ def baseline_table_pages(cube: Cube, base: Cube) -> "TextPages | None":
         if metric not in base.ds:
             continue
         diff, _, mean, bmean = baseline_difference(cube, base, metric)
-        tp.heading(f"By {METRIC_TEXT.get(metric, metric)}")
+        tp.heading(f"By {metric_name(metric, math=False)}")
         rows = []
         for m in diff["method"].values:
             d = diff.sel({"method": m}).values.ravel()

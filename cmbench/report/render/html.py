@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import html
-import io
 import os
 import re
 from collections import Counter
@@ -33,7 +32,8 @@ import numpy as np
 import xarray as xr
 
 from ...version import __version__
-from ..content.figures import CurvePage, RuntimePage, off_range_notes, runtime_heading, runtime_label
+from ..content.figures import (CurvePage, RuntimePage, legend_label, off_range_notes, runtime_heading,
+                               runtime_label)
 from ..layout import slug, Page, plain
 from ..load import Cube
 from ..model import Section, report_model
@@ -51,6 +51,7 @@ SYMBOLS = {"o": "circle", "s": "square", "^": "triangle-up", "D": "diamond", "v"
            "h": "hexagon", "p": "pentagon"}
 DASHES = {"-": "solid", "--": "dash", "-.": "dashdot", ":": "dot"}
 THRESHOLD_DASHES = ("dash", "dot", "dashdot", "longdashdot")
+BAND_KEY = "\x00band"  # the band's legend entry among the method labels shown (no label holds NUL)
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto;
@@ -199,29 +200,34 @@ def render_curves(page: Page, div: str, figures: "Figures") -> str:
         order = np.argsort(x)
         xs = x[order]
         centres = []
-        for m, (centre, half) in panel.curves.items():
-            centre = np.asarray(centre, float)[order]
-            half = np.asarray(half, float)[order]
+        # a curve that coincides with an earlier one goes on top, its markers open and larger
+        ordered = sorted(panel.curves.items(), key=lambda item: item[0] in rec.same_as)
+        for m, (centre, lower, upper) in ordered:
+            centre, lower, upper = (np.asarray(a, float)[order] for a in (centre, lower, upper))
             if not np.isfinite(centre).any():
                 continue
             centres.append(centre)
             st = rec.styles[m]
-            band = np.isfinite(centre) & np.isfinite(half)
+            band = np.isfinite(centre) & np.isfinite(lower) & np.isfinite(upper)
             if band.any():
-                upper, lower = np.where(band, centre + half, np.nan), np.where(band, centre - half, np.nan)
                 fig.add(k, type="scatter", x=np.concatenate([xs, xs[::-1]]),
-                        y=np.concatenate([upper, lower[::-1]]), mode="lines", fill="toself",
+                        y=np.concatenate([np.where(band, upper, np.nan), np.where(band, lower, np.nan)[::-1]]),
+                        mode="lines", fill="toself",
                         fillcolor=_rgba(st.color, 0.16), line={"width": 0}, hoverinfo="skip",
                         legendgroup=m, showlegend=False, name=m, meta={"role": "band", "method": m})
+            same = m in rec.same_as
+            symbol = SYMBOLS.get(st.marker, "circle") + ("-open" if same else "")
             fig.add(k, type="scatter", x=xs, y=centre, mode="lines+markers" if st.marker else "lines",
-                    name=m, legendgroup=m,
+                    name=_e(legend_label(rec, m)), legendgroup=m,
                     showlegend=m not in shown,
                     line={"color": st.color, "dash": DASHES.get(st.linestyle, "solid"), "width": 2},
-                    marker={"symbol": SYMBOLS.get(st.marker, "circle"), "size": 6},
-                    customdata=np.nan_to_num(half, nan=-1.0), meta={"role": "curve", "method": m},
+                    marker={"symbol": symbol, "size": 10 if same else 6},
+                    customdata=np.stack([lower, upper], -1),
+                    meta={"role": "curve", "method": m},
                     hovertemplate=(f"<b>{_e(m)}</b><br>{_e(panel.key or panel.title)}<br>"
                                    f"{_e(plain(rec.xlabel))} %{{x:.4g}}<br>{_e(plain(rec.ylabel))} "
-                                   "%{y:.4g} ± %{customdata:.3g}<extra></extra>"))
+                                   "%{y:.4g}" + (" (band %{customdata[0]:.3g} to %{customdata[1]:.3g})"
+                                                 if band.any() else "") + "<extra></extra>"))
             shown.add(m)
         # y range from the curves, not the bands: a band over two instances can be
         # huge and would flatten every curve (zoom out to see it whole)
@@ -229,8 +235,16 @@ def render_curves(page: Page, div: str, figures: "Figures") -> str:
         top = float(np.nanmax(allc)) if np.isfinite(allc).any() else 1.0
         low = min(0.0, float(np.nanmin(allc))) if np.isfinite(allc).any() else 0.0
         top = top * 1.15 if top > 0 else 1.0
-        if rec.floor_zero:
+        if rec.yscale == "log":
+            pos = allc[np.isfinite(allc) & (allc > 0)]
+            fig.axis("y", k).update(type="log", dtick="D2")  # ticks at 1, 2 and 5 per decade, as in the PDF
+            if pos.size:  # plotly's log range is in decades
+                fig.axis("y", k)["range"] = [float(np.log10(pos.min() / 1.6)), float(np.log10(pos.max() * 1.6))]
+                low, top = float(pos.min() / 1.6), float(pos.max() * 1.6)
+        elif rec.floor_zero:
             fig.axis("y", k)["range"] = [low, top]
+        if rec.xticks is not None:  # a tick at each value of the grid
+            fig.axis("x", k).update(tickmode="array", tickvals=rec.xticks, ticktext=[fmt_num(v) for v in rec.xticks])
         # thresholds as lines with their label on hover (text on the plot would overlap)
         for j, (label, value) in enumerate(panel.thresholds):
             fig.add(k, type="scatter", x=[value, value], y=[low, top], mode="lines",
@@ -243,6 +257,11 @@ def render_curves(page: Page, div: str, figures: "Figures") -> str:
         if rec.zero_line:
             fig.add(k, type="scatter", x=[float(xs.min()), float(xs.max())], y=[0, 0], mode="lines",
                     line={"color": "#333", "width": 1}, hoverinfo="skip", showlegend=False)
+        if rec.band_label and BAND_KEY not in shown:  # the legend says what the shading is
+            fig.add(k, type="scatter", x=[None], y=[None], mode="lines", name=_e(rec.band_label),
+                    line={"width": 10, "color": "rgba(128,128,128,0.3)"}, hoverinfo="skip",
+                    legendgroup="band", meta={"role": "band-legend"})
+            shown.add(BAND_KEY)
         fig.axis("x", k)["title"] = {"text": _e(plain(rec.xlabel))}
         fig.axis("y", k)["title"] = {"text": _e(plain(rec.ylabel))}
     height = 380 * nrows + 150
