@@ -44,7 +44,7 @@ from .shipping import ShippedPlugin, ship
 from .version import __version__
 
 BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
-                   "metrics")
+                   "metrics", "ap25_schemes")
 #: each kind's declaration class and hook (`cmbench.hookspecs`)
 KINDS = {kind: (cls, f"register_{kind}") for kind, cls in (("adversaries", Adversary), ("recoverers", Recoverer),
          ("estimators", Estimator), ("datasets", Dataset), ("metrics", Metric))}
@@ -396,6 +396,8 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
     args, kwargs = _CALLS[kind]
     if getattr(item, "adaptive", False):
         kwargs = dict(kwargs, pipeline=None)
+    if getattr(item, "needs_truth", False):
+        kwargs = dict(kwargs, true_mean=None, true_cov=None)
     if getattr(item, "inputs", ()):  # a metric's inputs from the runner (`cmbench.Metric`)
         kwargs = dict(kwargs, **{name: None for name in item.inputs})
     try:

@@ -651,12 +651,9 @@ def replace_structured(X: np.ndarray, budget: float, *, rng=None, structure=None
 
 @cmbench.hookimpl
 def register_adversaries():
-    """The built-in adversaries of the paper (A1, A2, A3; missing and replace), and Anderson and
-    Phillips' (2025) schemes (`ap25_schemes`)."""
-    from .ap25_schemes import AP25, AP25_DELETE
-
+    """The built-in adversaries of the paper (A1, A2, A3; missing and replace)."""
     A = cmbench.Adversary
-    return [AP25, AP25_DELETE,
+    return [
         A("hide-smallest", hide_smallest, params={}, level="value", mode="missing",
           description="A2: hide the rho-fraction smallest values of each coordinate (the paper's experiments)"),
         A("hide-random", hide_random, params={}, level="value", mode="missing",

@@ -58,7 +58,7 @@ import numpy as np
 import cmbench
 from cmbench.theory import budget_count
 
-__all__ = ["ap25", "SCHEMES", "AP25"]
+__all__ = ["ap25", "ap25_subtractive", "SCHEMES", "AP25", "AP25_DELETE", "register_adversaries"]
 
 #: additive schemes (rows replaced) and deleting ones
 ADDITIVE = ("dkk", "gaus-one", "gaus-two", "unif-top", "obvious", "mixture",
@@ -237,3 +237,9 @@ AP25_DELETE = cmbench.Adversary(
     needs_truth=True,
     description="A1, delete: Anderson & Phillips (2025) subtractive scheme: drop the eps N rows of largest "
                 "projection, the rest sorted by it")
+
+
+@cmbench.hookimpl
+def register_adversaries():
+    """Anderson and Phillips' (2025) schemes: ``ap25`` (additive) and ``ap25-subtractive`` (deleting)."""
+    return [AP25, AP25_DELETE]
