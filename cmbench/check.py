@@ -243,7 +243,7 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
     probe = Probe()
     extra = {"pipeline": pipeline or _mean_pipeline(X)} if decl.adaptive else {}
     if decl.needs_truth:  # the probe's sample stands for the distribution: its own mean and covariance
-        extra.update(true_mean=X.mean(axis=0), true_cov=np.atleast_2d(np.cov(X, rowvar=False)))
+        extra.update(_sample_truth(X))
     out = _twice(probe, decl.fn, (X, budget), seed, structure=structure, **params, **extra)
     shape_check, budget_check, zero_check = CHECKS["adversaries"][:3]
     if _no_value(probe, out, shape_check):
@@ -275,6 +275,17 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
         probe.fail(zero_check, f"changed {int(changed.sum())} entries at budget 0")
     probe.value = Y
     return probe
+
+
+def _sample_truth(X: np.ndarray) -> dict:
+    """A sample's mean and covariance as a data set's truth: finite, as `Data` requires (NaN
+    entries filled with their column's mean, an all-NaN column's mean 0)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column
+        mean = np.nan_to_num(np.nanmean(X, axis=0))
+    filled = np.where(np.isnan(X), mean, X)
+    cov = np.atleast_2d(np.cov(filled, rowvar=False)) if X.shape[0] > 1 else np.zeros((X.shape[1],) * 2)
+    return {"true_mean": mean, "true_cov": np.nan_to_num(cov)}
 
 
 def _mean_pipeline(X: np.ndarray) -> Callable:

@@ -195,7 +195,9 @@ def ap25_subtractive(X: np.ndarray, budget: float, *, rng=None, structure=None, 
     coordinate axis of the largest variance (the first on ties). Project the rows,
     ``p_i = (x_i - mu) . v``, sort them by p (increasing) and drop the last
     ``k = floor(eps N)``: the result is the ``N - k`` rows of smallest projection, in
-    increasing projection.
+    increasing projection. When k = 0 the sample is returned as given (the original sorts
+    it even then, which only an order-dependent estimator sees: cmbench's budget 0 changes
+    nothing).
 
     Parameters
     ----------
@@ -214,6 +216,8 @@ def ap25_subtractive(X: np.ndarray, budget: float, *, rng=None, structure=None, 
     X = np.asarray(X, dtype=np.float64)
     N, d = X.shape
     k = budget_count(budget, N)
+    if k == 0:  # nothing to delete: the sample as given (the original sorts it even then)
+        return X.copy()
     if scheme == "subtractive":
         g = np.random.default_rng(rng).standard_normal(d)
         v = g / np.linalg.norm(g)
