@@ -881,7 +881,8 @@ def gaussian_size(d: int = 10, N: Optional[int] = None, samples_per_dim: Optiona
         if isinstance(per, bool) or not isinstance(per, (int, float, np.number)) or not per > 0:
             raise DataError(f"data set {name}: samples_per_dim = {per!r} must be a positive number")
         rows = int(np.floor(per * d))
-    _check_size(name, rows, int(d))
+    if rows < 2:  # fewer rows than dimensions is allowed: the low-data regime (n < d) is a study of its own
+        raise DataError(f"data set {name}: N = {rows} rows; need N >= 2")
     return rows, int(d)
 
 
