@@ -154,6 +154,18 @@ def test_kept_rows_matches_equal_rows_in_order_and_refuses_others():
         kept_rows(np.vstack([X, X]), X)
 
 
+def test_kept_rows_survives_a_hash_collision(monkeypatch):
+    """Rows are keyed by a hash of their bits; equal keys of different rows fall back to the rows."""
+    from cmbench.runner import checks
+
+    X = np.random.default_rng(3).standard_normal((30, 4))
+    rows = np.array([5, 2, 29, 0])
+    monkeypatch.setattr(checks, "_row_keys", lambda M: np.zeros(M.shape[0], dtype=np.uint64))  # all collide
+    np.testing.assert_array_equal(kept_rows(X[rows], X), rows)
+    with pytest.raises(ValueError, match="row 1 of its result is not a row"):
+        kept_rows(np.vstack([X[0], X[0] + 1.0]), X)
+
+
 def test_a_deletion_is_stored_as_its_rows_and_decodes_to_the_same_bits():
     X = np.random.default_rng(1).standard_normal((1000, 20))
     rows = np.random.default_rng(2).permutation(1000)[:900]

@@ -124,14 +124,19 @@ def kept_rows(Y: np.ndarray, X: np.ndarray) -> np.ndarray:
         raise ValueError(f"returned {Y.shape[0]} rows, more than the {X.shape[0]} it was given")
     if Y.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    mix = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=X.shape[1], dtype=np.uint64) | np.uint64(1)
-    with np.errstate(over="ignore"):  # arithmetic modulo 2^64: an exact function of the bits
-        xh, yh = (M.view(np.uint64) @ mix for M in (X, Y))
-    rows = _matched(xh, yh)  # a row of Y whose key X lacks is no row of X: the error is raised here
+    rows = _matched(_row_keys(X), _row_keys(Y))  # a row of Y whose key X lacks is no row of X: the error is raised here
     if np.array_equal(X[rows].view(np.uint64), Y.view(np.uint64)):
         return rows
     row = np.dtype((np.void, 8 * X.shape[1]))  # a hash collision: match the rows themselves
     return _matched(X.view(row).ravel(), Y.view(row).ravel())
+
+
+def _row_keys(M: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row's bit patterns: equal rows, equal keys (arithmetic modulo 2^64
+    with fixed odd multipliers, one matrix product)."""
+    mix = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=M.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return M.view(np.uint64) @ mix
 
 
 def _matched(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
