@@ -53,7 +53,7 @@ CHECKS = {
         UNMODIFIED, SAME_RNG, PARAMS),
     "adversaries": (
         "returns a float array of the input's shape",
-        "respects its budget at its level, changes entries as its mode says",
+        "respects its budget at its level, changes entries (or deletes rows) as its mode and placement say",
         "budget 0 changes nothing",
         UNMODIFIED, SAME_RNG, PARAMS),
     "recoverers": (
@@ -240,29 +240,54 @@ def probe_adversary(decl: Adversary, X: np.ndarray, budget: float, seed: int, st
     """Run adversary ``decl`` on ``X`` at ``budget`` and check its contract.
 
     An adaptive adversary gets ``pipeline`` (default: the l2 error of the
-    per-coordinate mean of the visible entries).
+    per-coordinate mean of the visible entries); one that needs the truth gets
+    ``X``'s own mean and covariance as ``true_mean`` and ``true_cov``. A
+    deleting adversary must return distinct rows of ``X``, at most
+    ``floor(budget N)`` fewer (all of them at budget 0); one placing its rows
+    last must leave the rows before the last ``floor(budget N)`` alone.
     """
     params = dict(decl.params if params is None else params)
     X = np.asarray(X, dtype=float)
     probe = Probe()
     extra = {"pipeline": pipeline or _mean_pipeline(X)} if decl.adaptive else {}
+    if decl.needs_truth:  # the probe's sample stands for the distribution: its own mean and covariance
+        extra.update(_sample_truth(X))
     out = _twice(probe, decl.fn, (X, budget), seed, structure=structure, **params, **extra)
     shape_check, budget_check, zero_check = CHECKS["adversaries"][:3]
     if _no_value(probe, out, shape_check):
         return probe
     Y = np.asarray(out.value)
-    if Y.shape != X.shape or not np.issubdtype(Y.dtype, np.floating):
+    deletes = decl.mode == "delete"
+    if (Y.shape != X.shape and not deletes) or not np.issubdtype(Y.dtype, np.floating):
         probe.fail(shape_check, f"returned {Y.dtype} of shape {Y.shape}, expected float of shape {X.shape}")
         return probe
     try:
         check_corruption(Y, X, _entry(decl, params), budget)
     except ValueError as exc:
         probe.fail(budget_check, f"at budget {budget:g}: {exc}")
+        if deletes:
+            return probe
+    if deletes:  # rows removed, none changed: the checks above are all there is
+        if budget == 0 and Y.shape[0] != X.shape[0]:
+            probe.fail(zero_check, f"deleted {X.shape[0] - Y.shape[0]} rows at budget 0")
+        probe.value = Y
+        return probe
     changed = changed_entries(X, Y)
     if budget == 0 and changed.any():
         probe.fail(zero_check, f"changed {int(changed.sum())} entries at budget 0")
     probe.value = Y
     return probe
+
+
+def _sample_truth(X: np.ndarray) -> dict:
+    """A sample's mean and covariance as a data set's truth: finite, as `Data` requires (NaN
+    entries filled with their column's mean, an all-NaN column's mean 0)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column
+        mean = np.nan_to_num(np.nanmean(X, axis=0))
+    filled = np.where(np.isnan(X), mean, X)
+    cov = np.atleast_2d(np.cov(filled, rowvar=False)) if X.shape[0] > 1 else np.zeros((X.shape[1],) * 2)
+    return {"true_mean": mean, "true_cov": np.nan_to_num(cov)}
 
 
 def _mean_pipeline(X: np.ndarray) -> Callable:

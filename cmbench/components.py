@@ -13,7 +13,9 @@ from typing import Any, Callable, Mapping, Optional, Union
 import numpy as np
 
 LEVELS = ("sample", "value", "coordinate")  # the paper's A1, A2, A3
-MODES = ("missing", "replace")
+MODES = ("missing", "replace", "delete")
+#: where a sample-level adversary's corrupted rows lie: anywhere, or among the last floor(eps N)
+PLACEMENTS = ("any", "last")
 
 
 class Undefined(Exception):
@@ -110,7 +112,23 @@ class Adversary(Component):
 
     ``level`` is the budget's meaning: ``"sample"`` (A1, fraction of rows),
     ``"value"`` (A2, fraction of each column) or ``"coordinate"`` (A3, fraction
-    of all entries). ``mode`` is ``"missing"`` or ``"replace"``.
+    of all entries). ``mode`` is ``"missing"``, ``"replace"`` or ``"delete"``.
+
+    A ``"delete"`` adversary (sample level only) removes rows: its result has
+    fewer rows, each equal (bit for bit) to a distinct row of ``X``, at most
+    ``floor(eps N)`` of them removed, in the order it chooses; estimators and
+    metrics then see the shorter matrix.
+
+    ``placement="last"`` (sample level, replace or missing mode) promises that
+    the corrupted rows are among the last ``floor(eps N)`` rows: appending
+    outliers to i.i.d. inliers, as some studies do, is distributionally the
+    same as replacing the last rows. When the adversary has a parameter
+    named ``placement``, the promise holds when its value is ``"last"``.
+    The runner and ``cmbench check`` hold it to that promise.
+
+    ``needs_truth=True``: the adversary also receives ``true_mean`` (the data
+    set's (n,) true mean) and ``true_cov`` (its (n, n) covariance, None when
+    the data set does not know it), as `Data` holds them.
 
     An ``adaptive`` adversary also receives ``pipeline=callable(X_corrupted)
     -> error`` and ``evaluations`` (its compute budget); the runner then stages
@@ -120,9 +138,19 @@ class Adversary(Component):
     level: str = "value"
     mode: str = "missing"
     adaptive: bool = False
+    needs_truth: bool = False
+    placement: str = "any"
 
     kind = "adversary"
-    contract_args = ("budget", "rng", "structure", "pipeline")
+    contract_args = ("budget", "rng", "structure", "pipeline", "true_mean", "true_cov")
+
+    def placement_for(self, params: Optional[Mapping[str, Any]] = None) -> str:
+        """The placement promised with these parameters: ``"last"`` when the adversary has a
+        ``placement`` parameter whose value (``params`` overriding its default) is ``"last"``,
+        ``"any"`` for another value; the declaration's ``placement`` when it has no such parameter."""
+        if "placement" in (self.params or {}):
+            return "last" if {**self.params, **(params or {})}["placement"] == "last" else "any"
+        return self.placement
 
 
 @dataclass(frozen=True)
@@ -248,9 +276,10 @@ class Metric(Component):
     the cube holds one variable per metric and the report one page each.
 
     ``inputs`` names what else the metric needs from the runner, each passed
-    as a keyword argument: ``"inlier_mean"`` is the (n,) mean of the rows the
-    adversary left untouched (rows of the corrupted sample equal to the clean
-    ones; all NaN when it touched every row), so that
+    as a keyword argument: ``"inlier_mean"`` is the (n,) mean of the clean rows
+    the adversary did not replace or hide (all NaN when it touched every row;
+    a deleting adversary replaces nothing, so there it is the mean of the whole
+    clean sample, as the studies that delete rows take their inliers), so that
     ``fn(mu_hat, data, inlier_mean=m, **params)`` can measure an excess error.
     """
 

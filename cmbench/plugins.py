@@ -38,13 +38,13 @@ import numpy as np
 import pluggy
 
 from . import hookspecs
-from .components import LEVELS, MODES, Adversary, Component, Dataset, Estimator, Metric, Recoverer
+from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Estimator, Metric, Recoverer
 from .errors import PluginError, describe_error
 from .shipping import ShippedPlugin, ship
 from .version import __version__
 
 BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
-                   "metrics")
+                   "metrics", "ap25_schemes")
 #: each kind's declaration class and hook (`cmbench.hookspecs`)
 KINDS = {kind: (cls, f"register_{kind}") for kind, cls in (("adversaries", Adversary), ("recoverers", Recoverer),
          ("estimators", Estimator), ("datasets", Dataset), ("metrics", Metric))}
@@ -294,6 +294,7 @@ def _validate(kind: str, cls: type, item: object, source: Source) -> None:
             raise PluginError(f"{what}: level {item.level!r} is not one of {', '.join(LEVELS)}")
         if item.mode not in MODES:
             raise PluginError(f"{what}: mode {item.mode!r} is not one of {', '.join(MODES)}")
+        _validate_adversary(item, what)
     if isinstance(item, Recoverer) and not set(item.modes) <= set(MODES):
         raise PluginError(f"{what}: modes {item.modes!r} must be among {', '.join(MODES)}")
     if isinstance(item, Metric) and item.name in RESERVED_METRIC_NAMES:
@@ -303,6 +304,20 @@ def _validate(kind: str, cls: type, item: object, source: Source) -> None:
         check_signature(kind, item, item.params, what)
     except PluginError as exc:
         raise ParamsError(str(exc)) from None
+
+
+def _validate_adversary(item: Adversary, what: str) -> None:
+    """The placement and the delete mode: sample level only, and a placement among `PLACEMENTS`."""
+    if item.mode == "delete" and (item.level != "sample" or item.adaptive):
+        raise PluginError(f"{what}: mode 'delete' removes rows: it needs level 'sample' and no adaptive attack")
+    if item.placement not in PLACEMENTS:
+        raise PluginError(f"{what}: placement {item.placement!r} is not one of {', '.join(PLACEMENTS)}")
+    placement = item.placement_for()
+    if placement == "last" and (item.level != "sample" or item.mode == "delete"):
+        raise PluginError(f"{what}: placement 'last' places corrupted rows: it needs level 'sample' "
+                          "and mode 'missing' or 'replace'")
+    if not isinstance(item.needs_truth, bool):
+        raise PluginError(f"{what}: needs_truth must be True or False")
 
 
 def _validate_domains(item: Component, what: str) -> None:
@@ -406,6 +421,8 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
     args, kwargs = _CALLS[kind]
     if getattr(item, "adaptive", False):
         kwargs = dict(kwargs, pipeline=None)
+    if getattr(item, "needs_truth", False):
+        kwargs = dict(kwargs, true_mean=None, true_cov=None)
     if getattr(item, "inputs", ()):  # a metric's inputs from the runner (`cmbench.Metric`)
         kwargs = dict(kwargs, **{name: None for name in item.inputs})
     try:
@@ -856,6 +873,10 @@ def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
     fields = {}
     if isinstance(decl, Adversary):
         fields = {"level": decl.level, "mode": decl.mode}
+        if decl.placement_for() != "any":
+            fields["placement"] = f"{decl.placement_for()} rows"
+        if decl.needs_truth:
+            fields["needs"] = "the true mean and covariance"
         if decl.adaptive:
             fields["adaptive"] = "yes (attacks each recoverer+estimator pair)"
     elif isinstance(decl, Recoverer):

@@ -887,13 +887,42 @@ def gaussian_size(d: int = 10, N: Optional[int] = None, samples_per_dim: Optiona
         if isinstance(per, bool) or not isinstance(per, (int, float, np.number)) or not per > 0:
             raise DataError(f"data set {name}: samples_per_dim = {per!r} must be a positive number")
         rows = int(np.floor(per * d))
-    _check_size(name, rows, int(d))
+    if rows < 2:  # fewer rows than dimensions is allowed: the low-data regime (n < d) is a study of its own
+        raise DataError(f"data set {name}: N = {rows} rows; need N >= 2")
     return rows, int(d)
 
 
+def variance_vector(name: str, variances, d: int) -> np.ndarray:
+    """The (d,) diagonal ``variances`` stand for: a list of d positive numbers, or
+    ``{linspace = [first, last]}``, d values evenly spaced from first to last
+    (``numpy.linspace(first, last, d)``; Anderson and Phillips' diagonal is
+    ``{linspace = [25, 0.1]}``). `DataError` naming the data set otherwise."""
+    if isinstance(variances, dict):
+        ends = variances.get("linspace")
+        if set(variances) != {"linspace"} or not isinstance(ends, (list, tuple)) or len(ends) != 2:
+            raise DataError(f"data set {name}: variances = {variances!r}: expected a list of d numbers "
+                            "or {linspace = [first, last]}")
+        try:
+            v = np.linspace(float(ends[0]), float(ends[1]), d)
+        except (TypeError, ValueError):
+            raise DataError(f"data set {name}: variances.linspace = {ends!r} must be two numbers") from None
+    else:
+        try:
+            v = np.asarray(variances, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError(f"data set {name}: variances = {variances!r} must be numbers") from None
+        if v.shape != (d,):
+            raise DataError(f"data set {name}: variances has shape {v.shape}; give d = {d} numbers "
+                            "or {linspace = [first, last]}")
+    if not (np.all(np.isfinite(v)) and np.all(v > 0)):
+        raise DataError(f"data set {name}: every variance must be a positive number")
+    return v
+
+
 def load_gaussian(*, instance, rng, d: int = 10, N: Optional[int] = None,
-                  samples_per_dim: Optional[float] = None, mean=None, sd: float = 1.0) -> cmbench.Data:
-    """Isotropic Gaussian N(mean, sd^2 I_d), the inliers of the sample-level studies.
+                  samples_per_dim: Optional[float] = None, mean=None, sd: float = 1.0,
+                  variances=None) -> cmbench.Data:
+    """Gaussian N(mean, sd^2 I_d), or N(mean, diag(variances)), the inliers of the sample-level studies.
 
     DKK17's Figure 1 draws N(1_d, I_d) with N = 1000 d (``samples_per_dim =
     1000, mean = 1``); Gao et al. (2019) N(0, I_p) with N = 50,000. The size
@@ -909,10 +938,13 @@ def load_gaussian(*, instance, rng, d: int = 10, N: Optional[int] = None,
     mean : a number (every coordinate) or a vector of length d; None is 0
         (so that a list in a suite is a vector, not a grid of values).
     sd : standard deviation of every coordinate, > 0.
+    variances : None (``sd^2`` everywhere), or the diagonal of the covariance
+        (`variance_vector`: d numbers or ``{linspace = [first, last]}``); then
+        ``sd`` must stay 1.
 
     Returns
     -------
-    `cmbench.Data`: X (N, d), the analytic mean and covariance sd^2 I_d.
+    `cmbench.Data`: X (N, d), the analytic mean and covariance (sd^2 I_d or diag(variances)).
     """
     N, d = gaussian_size(d, N, samples_per_dim)
     name = "gaussian"
@@ -924,18 +956,23 @@ def load_gaussian(*, instance, rng, d: int = 10, N: Optional[int] = None,
                         f"got shape {mu.shape}")
     if not (isinstance(sd, (int, float, np.number)) and np.isfinite(sd) and sd > 0):
         raise DataError(f"data set {name}: sd = {sd!r} must be a positive number")
+    if variances is not None and sd != 1.0:
+        raise DataError(f"data set {name}: give sd or variances, not both")
+    var = np.full(d, float(sd) ** 2) if variances is None else variance_vector(name, variances, d)
     X = np.random.default_rng(rng).standard_normal((N, d))
-    if sd != 1.0:
+    if variances is not None:
+        X *= np.sqrt(var)
+    elif sd != 1.0:
         X *= sd
     X += mu  # in place: the (N, d) sample is the only large array
-    return cmbench.Data(X=X, mean=mu, cov=float(sd) ** 2 * np.eye(d), rank=d,
+    return cmbench.Data(X=X, mean=mu, cov=np.diag(var), rank=d,
                         columns=tuple(f"x{i + 1}" for i in range(d)))
 
 
 GAUSSIAN = cmbench.Dataset(
     "gaussian", load_gaussian, ranges={"d": (1, None), "sd": (0.0, None, "()"), "N": (2, None),
                                        "samples_per_dim": (0.0, None, "()")},
-    description="isotropic Gaussian N(mean, sd^2 I_d) with d and N (or samples_per_dim) as parameters",
+    description="Gaussian N(mean, sd^2 I_d) or N(mean, diag(variances)), d and N (or samples_per_dim) as parameters",
     shape=gaussian_size)
 
 
@@ -952,4 +989,6 @@ REAL = (LEAF, BREAST_CANCER, BLOOD_TRANSFUSION, WEARABLE_SENSOR, MICE_PROTEIN)
 
 @cmbench.hookimpl
 def register_datasets():
-    return [*SYNTHETIC, *REAL, CSV, GAUSSIAN]
+    from .distributions import FAMILIES  # it imports this module's helpers
+
+    return [*SYNTHETIC, *REAL, CSV, GAUSSIAN, *FAMILIES]

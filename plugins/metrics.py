@@ -1,4 +1,5 @@
-"""The built-in error metrics: l2 and Mahalanobis distance to the true mean.
+"""The built-in error metrics: l2 and Mahalanobis distance to the true mean, and the l2 error
+against the inliers' own (excess and ratio).
 
 Registered through ``register_metrics`` exactly as a third party's metric is;
 a suite's ``metrics = [...]`` names them and the cube holds one variable each.
@@ -47,6 +48,23 @@ def excess_l2(mu_hat: np.ndarray, data: cmbench.Data, *, inlier_mean: np.ndarray
                  - np.linalg.norm(np.asarray(inlier_mean, dtype=float) - mu))
 
 
+def inlier_ratio(mu_hat: np.ndarray, data: cmbench.Data, *, inlier_mean: np.ndarray | None = None) -> float:
+    """The l2 error over the inliers' own: ``||mu_hat - mu|| / ||m - mu||``, m the mean of the
+    inliers (the rows the adversary did not replace; under deletion the whole clean sample).
+
+    1 is the error of the inliers' mean (Anderson and Phillips' ``good_sample_mean``, their
+    reference curve), so "within 5% of the inliers' error" reads ``< 1.05`` at any n and d.
+    Undefined (NaN) without the inliers' mean or when it equals the truth.
+    """
+    if inlier_mean is None:
+        raise cmbench.Undefined("inlier-ratio needs the inliers' mean (inlier_mean)")
+    mu = np.asarray(data.mean, dtype=float)
+    ref = float(np.linalg.norm(np.asarray(inlier_mean, dtype=float) - mu))
+    if not ref > 0:
+        raise cmbench.Undefined("the inliers' mean is the true mean: no ratio to it")
+    return float(np.linalg.norm(np.asarray(mu_hat, dtype=float) - mu)) / ref
+
+
 @cmbench.hookimpl
 def register_metrics():
     """l2 (every data set), Mahalanobis (data sets with a known covariance) and excess l2."""
@@ -57,4 +75,6 @@ def register_metrics():
                                    "NaN when the covariance is unknown)"),
         cmbench.Metric("excess-l2", excess_l2, params={}, inputs=("inlier_mean",),
                        description="l2 error less the untouched rows' l2 error (DKK17's excess error)"),
+        cmbench.Metric("inlier-ratio", inlier_ratio, params={}, inputs=("inlier_mean",),
+                       description="l2 error over the inliers' mean's l2 error (1 = as good as the inliers)"),
     ]

@@ -698,7 +698,7 @@ def register_recoverers():
     ``randomized``, ``basis-pursuit``, ``omp`` (replaced entries)."""
     return [
         cmbench.Recoverer(
-            "none", none, params={}, modes=("missing", "replace"), rank_hint=False,
+            "none", none, params={}, modes=("missing", "replace", "delete"), rank_hint=False,
             description="no recovery: the data as corrupted (one-step baselines)"),
         cmbench.Recoverer(
             "exact", exact, choices={"rule": ("rank", "m_a"), "unrecovered": ("keep", "drop")},

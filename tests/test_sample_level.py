@@ -52,7 +52,7 @@ def test_gaussian_size_mean_and_covariance(registry):
 @pytest.mark.parametrize("params, match", [({"d": 3, "mean": [1, 2]}, "length d = 3"),
                                            ({"d": 0}, "positive integer"),
                                            ({"d": 3, "sd": -1.0}, "sd"),
-                                           ({"d": 10, "N": 5}, "N >= n")])
+                                           ({"d": 10, "N": 1}, "N >= 2")])
 def test_gaussian_bad_parameters_name_the_key(registry, params, match):
     with pytest.raises(cmbench.data.DataError, match=match):
         gaussian(registry, **params)

@@ -106,12 +106,82 @@ def _real(value: Any) -> np.ndarray:
     return np.asarray(array, dtype=float)
 
 
-def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.ndarray:
-    """The adversary's contract: same shape, missing mode only hides, replace mode only puts finite
-    values in place of others (it may not hide an entry: a NaN would be recorded as a replacement
-    while the estimators see a missing value; nor put inf, which a recoverer would be blamed for),
-    budget respected."""
+def kept_rows(Y: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Which row of ``X`` each row of ``Y`` is: ``r`` with ``Y[i]`` bit for bit ``X[r[i]]``, the
+    ``r[i]`` distinct (equal rows of ``X`` are matched in their order).
+
+    A deleting adversary's result must be such a selection; `ValueError` says which row is not.
+    Rows are compared as bytes, so NaN matches the same NaN and -0.0 does not match 0.0: each
+    row is keyed by a 64-bit hash of its bit patterns (a sort of N keys, not of N rows of 8 n
+    bytes: 0.07 s against 1.1 s at N = 5020, n = 500), and every match is then checked bit
+    for bit; a hash collision falls back to sorting the rows themselves.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[1] != X.shape[1]:
+        raise ValueError(f"returned shape {Y.shape}, expected ({X.shape[0]} or fewer, {X.shape[1]})")
+    if Y.shape[0] > X.shape[0]:
+        raise ValueError(f"returned {Y.shape[0]} rows, more than the {X.shape[0]} it was given")
+    if Y.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    rows = _matched(_row_keys(X), _row_keys(Y))  # a row of Y whose key X lacks is no row of X: the error is raised here
+    if np.array_equal(X[rows].view(np.uint64), Y.view(np.uint64)):
+        return rows
+    row = np.dtype((np.void, 8 * X.shape[1]))  # a hash collision: match the rows themselves
+    return _matched(X.view(row).ravel(), Y.view(row).ravel())
+
+
+def _row_keys(M: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row's bit patterns: equal rows, equal keys (arithmetic modulo 2^64
+    with fixed odd multipliers, one matrix product)."""
+    mix = np.random.default_rng(0x5EED).integers(1, 2 ** 63, size=M.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return M.view(np.uint64) @ mix
+
+
+def _matched(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
+    """The k-th occurrence of each key of ``yb`` matched to the k-th equal key of ``xb`` (the
+    row of ``xb``); `ValueError` naming the first key of ``yb`` without a match."""
+    order = np.argsort(xb, kind="stable")  # equal rows of X in their order
+    xs = xb[order]
+    first = np.searchsorted(xs, yb, side="left")
+    # the k-th occurrence of a row in Y takes the k-th equal row of X
+    yorder = np.argsort(yb, kind="stable")
+    ys = yb[yorder]
+    start = np.r_[True, ys[1:] != ys[:-1]]
+    run = np.arange(ys.size) - np.maximum.accumulate(np.where(start, np.arange(ys.size), 0))
+    rank = np.empty_like(run)
+    rank[yorder] = run
+    target = first + rank
+    inside = target < xs.size
+    ok = inside.copy()
+    ok[inside] = xs[target[inside]] == yb[inside]
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"row {i} of its result is not a row of the input (or repeats one more often "
+                         "than the input holds it); a deleting adversary may only remove rows")
+    return order[target]
+
+
+def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """The adversary's contract: shape, mode, budget at its level and placement.
+
+    A missing-mode adversary only hides; a replace-mode one only puts finite values in place of
+    others (it may not hide an entry: a NaN would be recorded as a replacement while the
+    estimators see a missing value; nor put inf, which a recoverer would be blamed for).
+
+    Returns the corruption and, for a deleting adversary, the row of ``X`` each of its rows is
+    (`kept_rows`; None for the other modes).
+    """
     Xc = _real(Xc)
+    N, n = X.shape
+    if adv.decl.mode == "delete":
+        rows = kept_rows(Xc, X)
+        cap = budget_count(budget, N)
+        if N - rows.size > cap:
+            raise ValueError(f"exceeded its budget: {N - rows.size} rows deleted, at most {cap} allowed "
+                             f"with budget {budget:g}")
+        return Xc, rows
     if Xc.shape != X.shape:
         raise ValueError(f"returned shape {Xc.shape}, expected {X.shape}")
     changed = changed_entries(Xc, X)
@@ -123,7 +193,6 @@ def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.nd
         raise ValueError("is a replace-mode adversary but hid an entry (NaN); it may only replace values")
     if adv.decl.mode == "replace" and not np.isfinite(Xc[changed]).all():
         raise ValueError("is a replace-mode adversary but put inf in place of a value")
-    N, n = X.shape
     level = adv.decl.level
     if level == "sample":
         used, cap = int(changed.any(1).sum()), budget_count(budget, N)
@@ -137,7 +206,12 @@ def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> np.nd
     if used > cap:
         raise ValueError(f"exceeded its budget: {used} {unit} corrupted, at most {cap} allowed "
                          f"at {level} level with budget {budget:g}")
-    return Xc
+    if level == "sample" and adv.decl.placement_for(adv.params) == "last":
+        early = np.flatnonzero(changed[:N - cap].any(1))
+        if early.size:
+            raise ValueError(f"places its rows last but corrupted row {int(early[0])}, before the last "
+                             f"{cap} rows (of {N}) its budget {budget:g} buys")
+    return Xc, None
 
 
 def check_recovery(out: Any, Xc: np.ndarray) -> tuple[np.ndarray, dict]:

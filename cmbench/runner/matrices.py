@@ -5,7 +5,9 @@ adversary or the recoverer touched it, so it is stored as a delta against the
 clean ``X``: a bit mask of the entries whose 64-bit patterns differ (deflated)
 and the differing values (deflated when that pays, e.g. runs of NaN). Decoding
 needs the clean data, which a worker loads anyway, and gives the very same
-bits back.
+bits back. A deleting adversary's corruption (and what is recovered from it)
+has fewer rows: it is stored as the selection of clean rows it keeps, in its
+order, and the delta against those rows.
 """
 from __future__ import annotations
 
@@ -124,32 +126,69 @@ def _deflate(raw: bytes) -> tuple[int, bytes]:
     return 1, zlib.compress(raw, 1)
 
 
-def encode(M: np.ndarray, base: np.ndarray) -> bytes:
-    """``M`` as a delta against ``base`` (same shape, float64)."""
+def encode(M: np.ndarray, base: np.ndarray, rows: Optional[np.ndarray] = None) -> bytes:
+    """``M`` as a delta against ``base`` (same shape, float64), or against ``base[rows]``
+    when ``rows`` is given (a deletion: the row of ``base`` each row of ``M`` comes from)."""
     M = np.ascontiguousarray(M, dtype=np.float64)
     base = np.ascontiguousarray(base, dtype=np.float64)
+    head: dict = {"v": VERSION}
+    picked = b""
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= base.shape[0])):
+            raise ValueError(f"cannot encode against rows outside 0..{base.shape[0] - 1}")
+        picked = zlib.compress(rows.astype("<u4" if base.shape[0] < 2 ** 32 else "<u8").tobytes(), 1)
+        head.update(rows=int(rows.size), rows_bytes=len(picked), rows_width=4 if base.shape[0] < 2 ** 32 else 8)
+        base = base[rows]
     if M.shape != base.shape or M.ndim != 2:
         raise ValueError(f"cannot encode shape {M.shape} against {base.shape}")
     changed = M.view(np.uint64) != base.view(np.uint64)
     mask = zlib.compress(np.packbits(changed, axis=None).tobytes(), 1)
     where = np.flatnonzero(changed)  # C order, as a boolean mask takes them, and much faster on a scattered mask
     flag, values = _deflate(M.reshape(-1)[where].tobytes())
-    header = json.dumps({"v": VERSION, "shape": list(M.shape), "mask": len(mask), "deflated": flag,
-                         "count": int(where.size)}).encode()
-    return MAGIC + struct.pack("<I", len(header)) + header + mask + values
+    head.update(shape=list(M.shape), mask=len(mask), deflated=flag, count=int(where.size))
+    header = json.dumps(head).encode()
+    return MAGIC + struct.pack("<I", len(header)) + header + picked + mask + values
+
+
+def _header(blob: bytes) -> tuple[dict, int]:
+    if blob[:4] != MAGIC:
+        raise Damaged("not a cmbench matrix")
+    (size,) = struct.unpack("<I", blob[4:8])
+    return json.loads(blob[8:8 + size]), 8 + size
+
+
+def rows_of(blob: bytes) -> Optional[np.ndarray]:
+    """The clean rows a stored matrix selects (a deletion's), or None for a full-size one;
+    `Damaged` if it does not decode."""
+    try:
+        head, start = _header(blob)
+        if "rows" not in head:
+            return None
+        raw = zlib.decompress(blob[start:start + int(head["rows_bytes"])])
+        rows = np.frombuffer(raw, dtype="<u4" if int(head["rows_width"]) == 4 else "<u8").astype(np.int64)
+        if rows.size != int(head["rows"]):
+            raise Damaged("row count does not match the header")
+        return rows
+    except Damaged:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, struct.error, zlib.error) as exc:
+        raise Damaged(f"matrix does not decode: {exc}") from None
 
 
 def decode(blob: bytes, base: np.ndarray) -> np.ndarray:
-    """The matrix ``encode(M, base)`` stored, as an immutable array; `Damaged` if it does not decode."""
+    """The matrix ``encode(M, base[, rows])`` stored, as an immutable array; `Damaged` if it does not decode."""
     try:
-        if blob[:4] != MAGIC:
-            raise Damaged("not a cmbench matrix")
-        (size,) = struct.unpack("<I", blob[4:8])
-        head = json.loads(blob[8:8 + size])
+        head, start = _header(blob)
+        rows = rows_of(blob)
+        if rows is not None:
+            if rows.size and rows.max() >= base.shape[0]:
+                raise Damaged(f"selects row {int(rows.max())} of {base.shape[0]}")
+            start += int(head["rows_bytes"])
+            base = base[rows]
         shape = tuple(int(s) for s in head["shape"])
         if head["v"] != VERSION or shape != tuple(base.shape):
             raise Damaged(f"matrix of shape {shape}, expected {tuple(base.shape)}")
-        start = 8 + size
         bits = np.frombuffer(zlib.decompress(blob[start:start + int(head["mask"])]), dtype=np.uint8)
         # the changed entries, in C order (flatnonzero is 3x faster on bools than on the 0/1 bytes)
         where = np.flatnonzero(np.unpackbits(bits, count=base.size).view(bool))

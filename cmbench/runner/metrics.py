@@ -39,6 +39,9 @@ def recovery_fractions(X: np.ndarray, Xc: np.ndarray, Xr: np.ndarray, mode: str,
     none) and ``discarded_fraction`` (rows still holding NaN).
     """
     discarded = float(np.isnan(Xr).any(1).mean())
+    if mode == "delete":  # no entry was hidden or replaced (``X`` is then the kept clean rows)
+        return {"recovered_fraction": float("nan"), "recovery_rmse": float("nan"),
+                "discarded_fraction": discarded}
     if mode == "missing":
         hidden = np.isnan(Xc) & ~np.isnan(X)
     else:
@@ -120,7 +123,8 @@ def inlier_mean(X: np.ndarray, changed: np.ndarray) -> Optional[np.ndarray]:
     return np.sum(X, axis=0, where=keep[:, None]) / count
 
 
-def corruption_measures(X: np.ndarray, Xc: np.ndarray, mean: np.ndarray) -> dict:
+def corruption_measures(X: np.ndarray, Xc: np.ndarray, mean: np.ndarray,
+                        rows: Optional[np.ndarray] = None) -> dict:
     """A corruption record's numbers: d_ENTRY (p = 1, inf) and d_TV between the clean and the
     corrupted sample, ``inlier_l2`` (the l2 error of `inlier_mean` against the true ``mean``;
     NaN when no row was left) and ``inlier_mean`` itself (a list, or None), which the record
@@ -129,7 +133,17 @@ def corruption_measures(X: np.ndarray, Xc: np.ndarray, mean: np.ndarray) -> dict
     The distances use the adversary's own row correspondence (row i of the corruption is
     row i of the clean data): an upper bound on the optimal coupling, exact for every
     built-in adversary that corrupts rows in place.
+
+    A deletion (``rows``: the clean row each row of ``Xc`` is, `checks.kept_rows`) changes no
+    entry: d_TV is the fraction of rows removed, d_ENTRY is NaN (the samples differ in size),
+    and the inliers are the whole clean sample, whose mean is the reference its studies draw
+    (Anderson and Phillips' ``good_sample_mean`` under subtractive corruption).
     """
+    if rows is not None:
+        m = X.mean(axis=0)
+        return {"d_entry1": float("nan"), "d_entry_inf": float("nan"),
+                "d_tv": 1.0 - rows.size / X.shape[0], "inlier_l2": float(np.linalg.norm(m - mean)),
+                "inlier_mean": [float(v) for v in m]}
     changed = changed_entries(Xc, X)
     out = {"d_entry1": float(d_entry_bound(X, Xc, 1)), "d_entry_inf": float(d_entry_bound(X, Xc, np.inf)),
            "d_tv": float(changed.any(1).mean())}

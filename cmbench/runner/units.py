@@ -23,7 +23,7 @@ from ..suite import Entry, Experiment, bind
 from .checks import _before, check_corruption, check_estimate, check_recovery, guarded, readonly, untouched
 from .guard import Outcome, call
 from .jobs import Job, Pair, Work, WorkResult, full_work, work_result
-from .matrices import Damaged, decode, encode, sealed, stored
+from .matrices import Damaged, decode, encode, rows_of, sealed, stored
 from .memo import entry as _entry, experiment_for, loaded
 from .metrics import RECOVERED_TOLERANCE, MetricFailed, corruption_measures, errors, recovery_fractions
 from .seeds import rng_for
@@ -92,7 +92,7 @@ def _execute(job: Job) -> WorkResult:
             result["stale"] += 1
         else:
             recovered.append((label, blob, seconds))
-    Xc = None
+    Xc = rows = None  # rows: a deletion's kept clean rows (`checks.kept_rows`), None otherwise
     inliers = work.inliers  # the cached corruption's; a fresh one's below
     if work.corrupted is not None and not work.corruption:
         corrupted = stored(work.corrupted)
@@ -100,7 +100,7 @@ def _execute(job: Job) -> WorkResult:
             result["stale"] += 1
         else:
             try:
-                Xc = decode(corrupted, data.X)
+                Xc, rows = decode(corrupted, data.X), rows_of(corrupted)
             except Damaged:
                 Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
     if Xc is None and (work.corruption or recover):
@@ -108,11 +108,11 @@ def _execute(job: Job) -> WorkResult:
         result["corruption"] = outcome_record(corrupted, seconds=corrupted.seconds)
         if corrupted.status != OK:
             return result
-        Xc = corrupted.value
-        measures = corruption_measures(data.X, Xc, data.mean)
+        Xc, rows = corrupted.value
+        measures = corruption_measures(data.X, Xc, data.mean, rows)
         result["corruption"].update(measures)
         inliers = measures["inlier_mean"]
-        result["matrices"]["corruption"] = encode(Xc, data.X)
+        result["matrices"]["corruption"] = encode(Xc, data.X, rows)
     inliers = None if inliers is None else np.asarray(inliers, dtype=float)
     wanted: dict = {}
     for r_label, e_label in work.estimate:
@@ -121,11 +121,11 @@ def _execute(job: Job) -> WorkResult:
     for label, blob, seconds in [(label, None, None) for label in recover] + recovered:
         rec = _entry(exp.recoverers, label)
         if blob is None:
-            recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc)
+            recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc, rows)
             result["recovery"][label] = recovery
             if Xr is None:
                 continue
-            result["matrices"][label] = encode(Xr, data.X)
+            result["matrices"][label] = encode(Xr, data.X, rows)
         else:
             recovery = record(OK, seconds=seconds)
             try:
@@ -140,13 +140,18 @@ def _execute(job: Job) -> WorkResult:
 
 
 def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: dict) -> Outcome:
+    """Corrupt once; an ok outcome's value is ``(Xc, rows)``, rows a deletion's kept clean rows
+    (`checks.kept_rows`) or None."""
     rng = rng_for(seed, "corrupt", *job.coords, *stream)
-    _before(data.X, data.structure)  # untouched() compares both after the call
+    truth = {"true_mean": data.mean, "true_cov": data.cov} if adv.decl.needs_truth else {}
+    shared = (data.X, data.structure, *truth.values())
+    _before(*shared)  # untouched() compares them after the call
     out = call(adv.decl.fn, job.timeout, readonly(data.X), job.budget, rng=rng,
-               structure=data.structure, **bind(adv.params, job.budget), **extra)
-    out = guarded(check_corruption, untouched(out, data.X, data.structure), data.X, adv, job.budget)
+               structure=data.structure, **bind(adv.params, job.budget), **truth, **extra)
+    out = guarded(check_corruption, untouched(out, *shared), data.X, adv, job.budget)
     if out.status == OK:
-        out.value = sealed(out.value)
+        Xc, rows = out.value
+        out.value = (sealed(Xc), rows)
     return blame(out, adv, "adversary")
 
 
@@ -161,8 +166,10 @@ def _inapplicable(job: Job, adv: Entry, rec: Entry, data: Data) -> Optional[Outc
     return None
 
 
-def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.ndarray):
-    """Recover once; returns the recovery record and the recovered array (None unless ok)."""
+def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.ndarray,
+             rows: Optional[np.ndarray] = None):
+    """Recover once; returns the recovery record and the recovered array (None unless ok).
+    ``rows``: a deletion's kept clean rows, against which the recovery is measured."""
     out = _inapplicable(job, adv, rec, data)
     if out is None:
         rng = rng_for(seed, "recover", *job.coords, rec.label)
@@ -182,7 +189,8 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         Xr = Xc  # nothing recovered (`none`): share the corruption rather than hold it twice
     else:
         Xr = sealed(Xr)
-    recovery.update(recovery_fractions(data.X, Xc, Xr, adv.decl.mode), info=info)
+    clean = data.X if rows is None else data.X[rows]
+    recovery.update(recovery_fractions(clean, Xc, Xr, adv.decl.mode), info=info)
     return recovery, Xr
 
 
@@ -249,6 +257,8 @@ def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Da
             pipeline = Pipeline(job, seed, adv, rec, est, data)
             corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label), {"pipeline": pipeline})
             corruption = outcome_record(corrupted, seconds=corrupted.seconds)
+            if corrupted.status == OK:
+                corrupted.value = corrupted.value[0]  # an adaptive adversary does not delete
             if corrupted.status != OK:
                 pair = Pair(corruption=corruption, recovery=None,
                             cell=outcome_record(corrupted, evaluations=pipeline.calls))
