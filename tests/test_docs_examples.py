@@ -30,6 +30,11 @@ def pip_targets(text: str) -> list[str]:
     return targets
 
 
+def registry_installs(text: str) -> list[str]:
+    """The ``pip install`` targets of ``text`` that ask the registry for cmbench by name."""
+    return [t for t in pip_targets(text) if t.startswith("cmbench") and not installable_without_a_release(t)]
+
+
 def installable_without_a_release(target: str) -> bool:
     """A checkout (``.``, ``.[extra]``) or the repository's URL, bare or behind a name."""
     return bool(re.fullmatch(r"\.(\[[\w,-]+\])?", target)) or "git+https://github.com/cmbench/cmbench" in target
@@ -39,9 +44,7 @@ def installable_without_a_release(target: str) -> bool:
 def test_every_install_command_of_the_docs_works_without_a_release(page):
     """No page tells a reader to ``pip install cmbench``: there is no such distribution on
     PyPI yet, so every install is from a checkout or from the repository's URL."""
-    text = page.read_text()
-    bad = [t for t in pip_targets(text) if t.split("[")[0] in ("cmbench", "'cmbench", '"cmbench')
-           or (t.startswith("cmbench") and not installable_without_a_release(t))]
+    bad = registry_installs(page.read_text())
     assert not bad, f"{page.name} installs from the registry: {bad}"
 
 
@@ -52,6 +55,8 @@ def test_the_install_commands_are_recognised():
     assert pip_targets('pip install -q "git+https://github.com/cmbench/cmbench"') == \
         ["git+https://github.com/cmbench/cmbench"]
     assert installable_without_a_release(".[dask]") and not installable_without_a_release("cmbench")
+    assert registry_installs("pip install cmbench && pip install 'cmbench[dask]'") == ["cmbench", "cmbench[dask]"]
+    assert registry_installs('pip install "cmbench[dask] @ git+https://github.com/cmbench/cmbench"') == []
 
 
 def test_the_quickstart_installs_from_a_checkout_and_from_the_url():
@@ -128,3 +133,37 @@ def test_the_bibtex_block_has_an_entry_for_every_study(page):
 
 def test_the_readme_and_the_docs_carry_the_same_bibtex():
     assert code_blocks(ROOT / "README.md", "bibtex") == code_blocks(DOCS / "citing.md", "bibtex")
+
+
+# -- the README and the suites page ---------------------------------------------
+
+SHIPPED = sorted(p.stem for p in (ROOT / "suites").glob("*.toml"))
+
+
+def test_the_readme_lists_every_shipped_suite():
+    table = (ROOT / "README.md").read_text().split("Shipped suites (`cmbench suite NAME`):", 1)[1].split("\n\n", 2)[1]
+    missing = [s for s in SHIPPED if f"`{s}`" not in table]
+    assert not missing, f"README.md's table of shipped suites misses {missing}"
+    assert {"dkk17", "dkk17-quick", "gao19", "gao19-quick"} <= set(SHIPPED)
+
+
+def test_the_readme_first_paragraph_says_how_many_claims_hold_and_links_the_page():
+    text = (ROOT / "README.md").read_text()
+    first = text.split("```\n\n", 1)[1].split("\n\n", 1)[0]
+    assert "one of the paper's five claims holds" in first
+    assert "(https://cmbench.github.io/cmbench/suites/)" in first
+
+
+def test_the_suites_page_names_every_shipped_suite_and_every_claim():
+    import tomllib
+
+    page = (DOCS / "suites.md").read_text()
+    for suite in SHIPPED:
+        assert f"`{suite}`" in page, suite
+        doc = tomllib.loads((ROOT / "suites" / f"{suite}.toml").read_text())
+        for experiment in doc["experiment"]:
+            for claim in experiment.get("claim", []):
+                if suite == "paper":
+                    assert f"({claim['id']})" in page, f"paper claim ({claim['id']})"
+                else:
+                    assert f"`{claim['id']}`" in page, f"{suite}: claim {claim['id']}"
