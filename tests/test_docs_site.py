@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import click
+import numpy as np
 import pytest
 
 import cmbench
@@ -25,6 +26,7 @@ from cmbench.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 NOTEBOOK = DOCS / "tutorial.ipynb"
+FIGURE = DOCS / "tutorial-error-vs-n.png"  # the notebook's figure, shown on its docs page
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +51,8 @@ def _text(html: str) -> str:
 
 
 def test_every_page_of_the_navigation_is_built(site):
-    for name in ("quickstart", "your-estimator", "tutorial", "suite-files", "cli", "api", "components",
-                 "theory", "results", "paper"):
+    for name in ("quickstart", "your-estimator", "tutorial", "plugins", "scaling-out", "suite-files", "cli", "api",
+                 "components", "theory", "results", "paper", "sample-level", "suites", "citing"):
         assert (site / name / "index.html").is_file(), name
     assert (site / "tutorial.ipynb").is_file(), "the notebook is published beside its page"
 
@@ -72,6 +74,31 @@ def test_the_api_reference_documents_every_top_level_name(site):
                and f'id="cmbench.{name}"' not in pages and f'id="cmbench.components.{name}"' not in pages]
     assert not missing, f"top-level names without an entry in docs/api.md or docs/components.md: {missing}"
     assert all(f"cmbench.{m}" in _text(_page(site, "api")) for m in markers)
+
+
+def test_the_api_reference_is_in_the_order_a_user_reads_it(site):
+    """Running a suite and reading its results first, plugins next, the progress display and
+    the exceptions last (alphabetical order put the exceptions and Progress first)."""
+    html = _page(site, "api")
+    order = ["run_suite", "to_frame", "rank", "claims", "load_plugins", "Progress", "UserError", "SuiteError",
+             "PluginError", "DataError", "WorkerSetupError", "StoppedAtFailure", "Interrupted"]
+    where = [html.find(f'id="cmbench.{name}"') for name in order]
+    assert -1 not in where, dict(zip(order, where))
+    assert where == sorted(where), sorted(zip(where, order))
+    declarations = html.find('id="declarations"')
+    assert where[order.index("load_plugins")] < declarations < where[order.index("Progress")]
+
+
+def test_code_blocks_wrap_long_lines_instead_of_cutting_them(site):
+    """The site's stylesheet wraps code: lines past the column's width stayed hidden."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text().replace("!relative", ""))
+    (css,) = config["extra_css"]
+    rules = (DOCS / css).read_text()
+    assert re.search(r"\.md-typeset pre > code\s*\{[^}]*white-space:\s*pre-wrap", rules), rules
+    assert f'href="{css}"' in (site / "index.html").read_text(), "every page links the stylesheet"
+    assert (site / css).read_text() == rules
 
 
 def test_the_api_reference_documents_every_hook(site):
@@ -135,36 +162,135 @@ def test_the_paper_page_states_every_claim_of_the_paper_suite():
                 f"claim {claim['id']} of experiment {experiment['name']} is not in docs/paper.md's table"
 
 
-def test_the_tutorial_notebook_runs_in_a_fresh_kernel(tmp_path):
-    """The notebook of issue 33's "Done when": an estimator defined in a cell, a suite given as a
-    dict with a grid over N, error plotted against p_dataset_N, the ranking and the claims."""
+def executed(path: Path, folder: Path):
+    """The notebook at ``path`` run in a fresh kernel whose working folder is ``folder``, with
+    the outputs a stored copy keeps: everything but the progress bar's text (stderr) and the
+    cube's HTML view (its text view stays), which would make the file large and noisy."""
     import nbformat
     from nbclient import NotebookClient
 
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}})
+                            resources={"metadata": {"path": str(folder)}})
     client.execute()  # raises CellExecutionError, with the cell and its traceback, if a cell fails
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
+            for output in cell.outputs:
+                if "image/png" not in output.get("data", {}):
+                    output.get("data", {}).pop("text/html", None)
+    return notebook
+
+
+def _png(notebook) -> bytes:
+    import base64
+
+    images = [o["data"]["image/png"] for c in notebook.cells if c.cell_type == "code"
+              for o in c.outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 1, "the notebook draws one figure: error against N"
+    return base64.b64decode(images[0])
+
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|\bnan\b", re.I)
+
+
+def _printed(notebook) -> str:
     code = [c for c in notebook.cells if c.cell_type == "code"]
-    outputs = [o for c in code for o in c.get("outputs", [])]
-    assert any("image/png" in o.get("data", {}) for o in outputs), "the notebook draws error against N"
-    printed = "".join(o.get("text", "") for o in code[-2].outputs + code[-1].outputs)
+    return "".join(o.get("text", "") for o in code[-2].outputs + code[-1].outputs)
+
+
+def store(path: Path = NOTEBOOK, figure: Path = FIGURE) -> None:
+    """Execute the tutorial and store it with its outputs, and its figure for the docs page:
+    ``python tests/test_docs_site.py`` after editing the notebook."""
+    import tempfile
+
+    import nbformat
+
+    with tempfile.TemporaryDirectory() as folder:
+        notebook = executed(path, Path(folder))
+    nbformat.write(notebook, path)
+    figure.write_bytes(_png(notebook))
+
+
+def test_the_tutorial_notebook_runs_in_a_fresh_kernel_and_shows_what_is_stored(tmp_path):
+    """The notebook of the tutorial: an estimator defined in a cell, a suite given as a dict with a
+    grid over N, error plotted against p_dataset_N, the ranking and the claims. Run afresh, it
+    prints what its stored copy shows (the runs are seeded), so the stored outputs are current."""
+    import nbformat
+
+    notebook = executed(NOTEBOOK, tmp_path)
+    _png(notebook)
+    printed = _printed(notebook)
     for method in ("Empirical Mean", "C-Median", "Winsorized Mean"):
         assert method in printed, f"{method} is not in the ranking / claims printed:\n{printed}"
     for claim_id in ("median-under-hiding", "winsorizing-is-harmless"):
         assert claim_id in printed, printed
     assert re.search(r"\b(holds|fails|no data)\b", printed), printed
+    stored = nbformat.read(NOTEBOOK, as_version=4)
+    # the same words and numbers (not the same text: column widths follow the pandas version)
+    words, numbers = (lambda s: re.findall(r"[A-Za-z][\w-]*", s), lambda s: [float(x) for x in _NUMBER.findall(s)])
+    again = _printed(stored)
+    stale = "the stored outputs are stale: run python tests/test_docs_site.py"
+    assert words(again) == words(printed), stale
+    assert np.allclose(numbers(again), numbers(printed), rtol=1e-6, equal_nan=True), stale
+    assert [c.source for c in stored.cells] == [c.source for c in notebook.cells]
 
 
-def test_the_tutorial_notebook_is_stored_without_outputs():
-    """Outputs are made by running it (the test above); stored ones would go stale."""
+def test_the_tutorial_notebook_is_stored_with_its_outputs_and_small():
+    """Stored executed, so that the notebook opened anywhere, and its docs page, show the figure."""
     import nbformat
+    from PIL import Image
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(notebook)
-    for cell in notebook.cells:
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "every code cell was executed"
+    assert not [o for c in code for o in c.outputs if o.get("name") == "stderr"], "no progress-bar text"
+    png = _png(notebook)
+    width, height = Image.open(__import__("io").BytesIO(png)).size
+    assert width <= 800 and len(png) < 80_000, (width, height, len(png))  # a modest dpi
+    assert NOTEBOOK.stat().st_size < 120_000
+    assert FIGURE.read_bytes() == png, "docs/ figure differs from the notebook's: run python tests/test_docs_site.py"
+
+
+def test_the_tutorial_page_shows_the_notebooks_figure(site):
+    html = _page(site, "tutorial")
+    assert re.search(rf'<img[^>]+src="[./]*{FIGURE.name}"', html), "the tutorial page shows the figure"
+    assert (site / FIGURE.name).read_bytes() == FIGURE.read_bytes()
+
+
+def test_the_tutorial_figure_has_no_overlapping_tick_labels(monkeypatch, tmp_path):
+    """The notebook's code run in this process (a real run into tmp_path): on each axis the
+    visible tick labels, major and minor, do not overlap (the default labelled every minor
+    tick of the short log ranges, and they ran into one another)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import nbformat
+
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
         if cell.cell_type == "code":
-            assert not cell.outputs and cell.execution_count is None, cell.source[:60]
+            source = "\n".join(line for line in cell.source.splitlines() if not line.startswith("%"))
+            source = source.replace('tempfile.mkdtemp(prefix="cmbench-tutorial-")', repr(str(tmp_path)))
+            exec(compile(source, "tutorial.ipynb", "exec"), namespace)
+    fig = namespace["fig"]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labelled = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            ticks = [*axis.get_major_ticks(), *axis.get_minor_ticks()]
+            boxes = [t.label1.get_window_extent(renderer) for t in ticks
+                     if t.label1.get_visible() and t.label1.get_text() and low <= t.get_loc() <= high]
+            if len(boxes) >= 2:  # a shared axis shows its labels on one panel only
+                labelled.add(axis.axis_name)
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1:]:
+                    assert not a.overlaps(b), f"{ax.get_title()}: {axis.axis_name} tick labels overlap"
+    assert labelled == {"x", "y"}, "both axes carry at least two labels"
 
 
 def test_the_benchmarks_readme_is_short_and_says_how_to_run_every_script():
@@ -174,3 +300,7 @@ def test_the_benchmarks_readme_is_short_and_says_how_to_run_every_script():
     for script in (ROOT / "benchmarks").glob("*.py"):
         if script.name != "baselines.py":  # the baselines the scripts import
             assert f"python benchmarks/{script.name}" in text, f"benchmarks/README.md: how to run {script.name}"
+
+
+if __name__ == "__main__":
+    store()
