@@ -306,10 +306,6 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
                     continue
                 owner.update(dict.fromkeys(claims, unit))
                 todo.append(job)
-                if len(todo) == 1 and not scheduler and (workers > 1 or isolate):
-                    from ..forking import context
-
-                    context()  # the forkserver imports `forking.PRELOAD` while the rest is looked up
             # Longest first, so that no worker is left alone with a long unit at the end of the
             # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
             # of equal cost keep the plan's order.
@@ -321,12 +317,14 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
                 exp, _, keys = units[(job.experiment, job.coords)]
                 store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
                 fresh, cacheable, matrices = records_of(out, keys)
+                # counted before its document is written: a Ctrl-C in between reports one unit
+                # more than is kept (the one cut short), never one less
+                stats.computed += 1
                 # Failed or timed-out records are not stored: the next run computes them again,
                 # while everything around them is kept.
                 store.add(keys.corruption, cacheable, matrices)
                 result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
                 results[exp.name][job.coords] = result
-                stats.computed += 1
                 if failed_cells(result):
                     stats.failed += 1
                     if fail_fast:

@@ -10,20 +10,22 @@ cmbench runs in one such worker too (`isolated`), so that the sweep itself
 always survives to write its cubes. A call inside compiled code (a long BLAS or
 C-extension call) cannot be interrupted by ``--timeout``: the timeout takes
 effect when control returns to Python, at the latest at the end of the unit.
-Workers are started by a forkserver where the platform has one, else
-spawned (`cmbench.forking`), and exit when cmbench is gone, so killing it
-(even with SIGKILL) leaves no worker behind.
+Workers are the process's reusable loky pool (`cmbench.pools`): they need no
+main guard in the calling script, stay warm for the next run of the same
+process, and exit when cmbench is gone, so killing it (even with SIGKILL)
+leaves no worker behind.
 """
 from __future__ import annotations
 
 import functools
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
+from .. import pools
 from ..errors import UserError
-from ..forking import WORKER_ENV, context, exit_with_parent
+from ..pools import WORKER_ENV
 from .jobs import Job
 
 
@@ -39,48 +41,32 @@ def _with(bundle, fn: Callable) -> Callable:
     return fn if bundle is None else functools.partial(installed, bundle, fn)
 
 
-def _worker_init(parent: int, slot=None, environ: Optional[dict] = None) -> None:
-    if environ is not None:  # a forkserver's child has the server's environment, from when it started
-        os.environ.clear()
-        os.environ.update(environ)
-    os.environ.update(WORKER_ENV)
-    if slot is not None:
-        from . import guard
-
-        guard.RUNNING = slot
-    exit_with_parent(parent)
-
-
-def pool(workers: int, slot=None) -> ProcessPoolExecutor:
-    """``workers`` local worker processes (`cmbench.forking.context`: forkserver, else spawn).
-
-    Each ends with this process (`cmbench.forking.exit_with_parent`) and has its
-    environment as of now (as a spawned one would); ``slot`` (a shared byte
-    buffer) receives the plugin call in progress (`guard.RUNNING`).
-    """
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=_worker_init,
-                               initargs=(os.getpid(), slot, dict(os.environ)))
-
-
 def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
-    """A pool of local processes; a worker that dies takes only its own unit down.
+    """The process's shared pool of local workers (`cmbench.pools.shared`); a worker that dies
+    takes only its own unit down.
 
     Each job is a task of its own (no batching: see benchmarks/README.md); at
     most ``2 * workers`` are in flight (enough to keep every worker busy; the
-    rest wait here, so that an interrupted sweep leaves little queued).
+    rest wait here, so that an interrupted sweep leaves little queued), or
+    ``workers`` when the pool is larger, so that no more run at once.
 
     When a worker dies (os._exit, a segfault) every in-flight future of the
     pool breaks and the culprit is unknown: each job that was in flight is run
     again alone in a fresh process, where a death names its job (recorded as
-    failed by ``died(job, running)``, default `worker_died`: ``running`` is
-    the plugin call it was in); the sweep then goes on in a fresh pool.
+    failed by ``died(job, running, how)``, default `worker_died`: ``running`` is
+    the plugin call it was in, ``how`` the exit code or signal); the sweep then
+    goes on in a fresh pool. A sweep that stops early (Ctrl-C, ``fail_fast``)
+    kills the workers, which may be inside a plugin call; one that finishes
+    leaves them warm.
     """
     queue = list(jobs)
     queue.reverse()  # popped from the end: the first job given goes first
-    depth = 2 * workers
     while queue:
         suspects = []
-        executor = pool(workers)
+        executor = pools.shared(workers)
+        # a pool larger than asked (an earlier run's) runs no more than ``workers`` at once
+        depth = 2 * workers if pools.size() == workers else workers
+        finished = False
         try:
             pending = {}
             # once the pool is broken, nothing more is submitted: what is still pending breaks
@@ -98,8 +84,10 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
                         suspects.append(job)
                         continue
                     yield job, result
+            finished = True
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+            if not finished:
+                pools.stop(executor)
         for job in suspects:
             yield job, _alone(fn, job, died or worker_died)
 
@@ -110,23 +98,26 @@ def _alone(fn: Callable, job: Job, died: Callable) -> dict:
     The worker writes the plugin call it is in into a shared slot, so that the
     failure names the plugin that ended the process.
     """
-    slot = context().RawArray("c", 1024)
-    executor = pool(1, slot)
+    slot = pools.Slot()
+    executor = pools.private(1, slot)
     try:
         return executor.submit(fn, job).result()
-    except BrokenProcessPool:
-        return died(job, slot.value.decode("utf-8", "replace"))
+    except BrokenProcessPool as exc:
+        return died(job, slot.value.decode("utf-8", "replace"), pools.death(exc))
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        pools.stop(executor)
+        slot.close()
 
 
-def worker_died(job: Job, running: str = "") -> dict:
-    """The result of a job whose worker process died: every stage it computed failed, naming the call."""
+def worker_died(job: Job, running: str = "", how: str = "") -> dict:
+    """The result of a job whose worker process died: every stage it computed failed, naming the
+    call and what is known of the cause (``how``: an exit code or a signal)."""
     from .units import failed_work
 
     where = f" in {running}" if running else ""
-    return failed_work(job, f"the worker process died while computing this unit{where} (a plugin ended the "
-                            "interpreter: os._exit, a segfault, or out of memory)")
+    cause = f"{how}: " if how else ""
+    return failed_work(job, f"the worker process died while computing this unit{where} ({cause}a plugin "
+                            "ended the interpreter: os._exit, a segfault, or out of memory)")
 
 
 #: Seconds a Dask scheduler has to answer before ``--scheduler`` is given up

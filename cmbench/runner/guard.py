@@ -65,7 +65,7 @@ def _alarm(signum, frame):
 # Set by the SIGINT handler `call` installs: a KeyboardInterrupt is a real Ctrl-C only then.
 _SIGINT_SEEN = [False]
 
-#: In a worker process, a shared byte buffer (set by `executors`) naming the plugin call in
+#: In a worker process, a shared buffer (`cmbench.pools.Slot`) naming the plugin call in
 #: progress, so that the parent can name the plugin if the call ends the process.
 RUNNING = None
 
