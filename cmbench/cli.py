@@ -15,8 +15,16 @@ class _Group(click.Group):
     """Turn the library's user errors into one line on stderr and exit code 2."""
 
     def invoke(self, ctx):
+        import signal
+
+        # SIGTERM stops cmbench as Ctrl-C does (workers ended, the run lock released, finished
+        # units kept), instead of ending it with nothing cleaned up
+        terminate = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # outside a sweep (which says what it kept): one line, not "Aborted!"
+            click.echo("cmbench: interrupted", err=True)
+            sys.exit(130)
         except UserError as exc:
             click.echo(f"cmbench: error: {exc}", err=True)
             sys.exit(2)
@@ -27,6 +35,8 @@ class _Group(click.Group):
                 raise
             click.echo(f"cmbench: error: {exc.filename}: {describe(exc)}", err=True)
             sys.exit(2)
+        finally:
+            signal.signal(signal.SIGTERM, terminate)
 
 
 plugin_option = click.option("--plugin", "plugins", multiple=True, metavar="PATH.py|module",

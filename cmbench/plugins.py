@@ -539,7 +539,11 @@ def preflight(path: Path, raw: bytes) -> None:
     digest = hashlib.sha256(raw).hexdigest()
     if not PREFLIGHT or digest in _PREFLIGHT_PASSED:
         return
-    how = watch_child(_preflight_child, (str(path),), PREFLIGHT_TIMEOUT, lambda message: True)
+    try:
+        how = watch_child(_preflight_child, (str(path),), PREFLIGHT_TIMEOUT, lambda message: True)
+    except KeyboardInterrupt:  # Ctrl-C, or a signal the plugin sent to its parent
+        raise PluginError(f"plugin file {path}: interrupted while being imported (Ctrl-C, or a signal "
+                          "the plugin sent to cmbench)") from None
     if how is None:
         raise PluginError(f"plugin file {path} did not finish importing within {PREFLIGHT_TIMEOUT:g} s")
     if how:

@@ -135,7 +135,7 @@ def private(workers: int = 1, slot: Optional["Slot"] = None):
 def stop(executor) -> None:
     """End ``executor`` now: queued tasks are cancelled and its workers killed (a worker may
     be running a plugin that never returns)."""
-    executor.shutdown(wait=False, kill_workers=True)
+    executor.shutdown(wait=True, kill_workers=True)  # waits for the kill, not for the tasks
 
 
 def death(exc: BaseException) -> str:

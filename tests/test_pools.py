@@ -297,3 +297,37 @@ def test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run(tmp_path, pha
     if sig == signal.SIGINT:  # Ctrl-C: a clean stop, said in a line
         stderr = proc.stderr.read().decode()
         assert code != 0 and "Traceback" not in stderr, stderr[-2000:]
+
+
+# ------------------------------------------------------------------ a plugin that signals its parent
+PARENT_KILLER = """
+import os, signal, numpy as np, cmbench
+SIG = getattr(signal, os.environ["KILL_SIG"])
+if os.environ["KILL_WHEN"] == "import":
+    os.kill(os.getppid(), SIG)
+
+def parent_killer(X, *, rng):
+    if os.environ["KILL_WHEN"] == "sweep":
+        os.kill(os.getppid(), SIG)
+    return np.nanmean(X, 0)
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator("parent-killer", parent_killer)]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("when", ["import", "sweep"])
+def test_a_plugin_that_signals_cmbench_gets_one_line_not_a_traceback(tmp_path, when, sig):
+    write(tmp_path / "pk.py", PARENT_KILLER)
+    path = write(tmp_path / "k.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["pk.py"]')
+                 .replace('"cmedian"]', '"parent-killer"]'))
+    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(tmp_path / "out"),
+                           "--no-report", "--workers", "2"], capture_output=True, text=True,
+                          env=_env(KILL_WHEN=when, KILL_SIG=sig), timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode in (2, 130), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("cmbench: "), proc.stderr
+    assert "Aborted" not in proc.stderr and "Traceback" not in proc.stderr
