@@ -331,3 +331,34 @@ def test_a_plugin_that_signals_cmbench_gets_one_line_not_a_traceback(tmp_path, w
     assert proc.returncode in (2, 130), proc.stderr
     assert len(lines) == 1 and lines[0].startswith("cmbench: "), proc.stderr
     assert "Aborted" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ progress inside a unit
+SLOW_CELLS = """
+import time, numpy as np, cmbench
+
+def slow_cell(X, *, rng):
+    time.sleep(0.6)
+    return np.nanmean(X, 0)
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator(f"slow-cell-{i}", slow_cell) for i in range(4)]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_progress_bar_moves_inside_a_unit(tmp_path, workers):
+    write(tmp_path / "slowcells.py", SLOW_CELLS)
+    path = write(tmp_path / "p.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["slowcells.py"]')
+                 .replace('recoverers = ["none", "exact"]', 'recoverers = ["none"]')
+                 .replace('estimators = ["mean", "cmedian"]',
+                          'estimators = ["slow-cell-0", "slow-cell-1", "slow-cell-2", "slow-cell-3"]'))
+    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(tmp_path / "out"),
+                           "--no-report", "--workers", workers, "--progress"], capture_output=True, text=True,
+                          env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shown = re.findall(r"\| *(\d+(?:\.\d)?)/2 ", proc.stderr)
+    # before the first unit (2.4 s of estimates) finishes, the bar shows a part of it
+    assert any(0 < float(n) < 1 for n in shown), shown

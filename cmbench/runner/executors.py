@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from .. import pools
 from ..errors import UserError
+from . import ticks
 from ..pools import WORKER_ENV
 from .jobs import Job
 
@@ -41,7 +42,8 @@ def _with(bundle, fn: Callable) -> Callable:
     return fn if bundle is None else functools.partial(installed, bundle, fn)
 
 
-def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
+def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None,
+              show: Optional[Callable[[float], None]] = None) -> Iterator:
     """The process's shared pool of local workers (`cmbench.pools.shared`); a worker that dies
     takes only its own unit down.
 
@@ -57,15 +59,28 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
     the plugin call it was in, ``how`` the exit code or signal); the sweep then
     goes on in a fresh pool. A sweep that stops early (Ctrl-C, ``fail_fast``)
     kills the workers, which may be inside a plugin call; one that finishes
-    leaves them warm.
+    leaves them warm. ``show(part)`` is called about twice a second with the
+    part of the units in flight already done (`ticks`).
     """
     queue = list(jobs)
     queue.reverse()  # popped from the end: the first job given goes first
+    board = ticks.Board(2 * workers) if show is not None else None
+    try:
+        yield from _rounds(queue, fn, workers, died or worker_died, show, board)
+    finally:
+        if board is not None:
+            board.close()
+
+
+def _rounds(queue: list, fn: Callable, workers: int, died: Callable, show, board) -> Iterator:
+    """`processes`' loop: a round per pool, until the queue is empty."""
     while queue:
         suspects = []
         executor = pools.shared(workers)
         # a pool larger than asked (an earlier run's) runs no more than ``workers`` at once
         depth = 2 * workers if pools.size() == workers else workers
+        free = list(range(depth))  # the board's lanes not in use
+        lanes: dict = {}  # future -> its lane
         finished = False
         try:
             pending = {}
@@ -74,22 +89,33 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
             while pending or (queue and not suspects):
                 while queue and not suspects and len(pending) < depth:
                     job = queue.pop()
-                    pending[executor.submit(fn, job)] = job
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    if board is None:
+                        future = executor.submit(fn, job)
+                    else:
+                        lane = free.pop()
+                        board.reset(lane)
+                        future = executor.submit(ticks.counted, board.path, lane, fn, job)
+                        lanes[future] = lane
+                    pending[future] = job
+                done, _ = wait(pending, timeout=None if show is None else 0.5, return_when=FIRST_COMPLETED)
                 for future in done:
                     job = pending.pop(future)
+                    if future in lanes:
+                        free.append(lanes.pop(future))
                     try:
                         result = future.result()
                     except BrokenProcessPool:
                         suspects.append(job)
                         continue
                     yield job, result
+                if show is not None:
+                    show(sum(ticks.share(board.read(lanes[f]), j) for f, j in pending.items()))
             finished = True
         finally:
             if not finished:
                 pools.stop(executor)
         for job in suspects:
-            yield job, _alone(fn, job, died or worker_died)
+            yield job, _alone(fn, job, died)
 
 
 def _alone(fn: Callable, job: Job, died: Callable) -> dict:
@@ -252,18 +278,20 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
 
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
-             isolate: bool = False, bundle=None, died: Optional[Callable] = None) -> Iterator:
+             isolate: bool = False, bundle=None, died: Optional[Callable] = None,
+             show: Optional[Callable[[float], None]] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
     ``isolate`` keeps a serial sweep out of process (in one child process that a plugin
     may kill); a worker process first
     installs the jobs' suite ``bundle``; ``died`` makes the result of a job
-    whose local worker process died (see `processes`).
+    whose local worker process died (see `processes`); ``show(part)`` moves a
+    progress bar inside the units in flight (`ticks`; not on Dask).
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
     if workers > 1 and len(jobs) > 1:
-        return processes(jobs, _with(bundle, fn), workers, died)
+        return processes(jobs, _with(bundle, fn), workers, died, show)
     if isolate and jobs:
-        return processes(jobs, _with(bundle, fn), 1, died)
-    return ((job, fn(job)) for job in jobs)
+        return processes(jobs, _with(bundle, fn), 1, died, show)
+    return ((job, ticks.here(fn, job, show)) for job in jobs)

@@ -65,6 +65,10 @@ def _alarm(signum, frame):
 # Set by the SIGINT handler `call` installs: a KeyboardInterrupt is a real Ctrl-C only then.
 _SIGINT_SEEN = [False]
 
+#: Called after each plugin call while a unit is computed (`ticks`): the progress bar moves
+#: inside a long unit
+TICK = None
+
 #: In a worker process, a shared buffer (`cmbench.pools.Slot`) naming the plugin call in
 #: progress, so that the parent can name the plugin if the call ends the process.
 RUNNING = None
@@ -164,6 +168,8 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
         if RUNNING is not None:
             RUNNING.value = outer
     out.seconds = time.perf_counter() - start
+    if TICK is not None:
+        TICK()
     return out
 
 
