@@ -92,6 +92,13 @@ def _init(parent: int, safepath: Optional[str], slot: Optional[str]) -> None:
     exit_with_parent(parent)
 
 
+def _env() -> dict:
+    """A worker's environment: this process's as of now, with `_START_ENV`. Part of the shared
+    pool's arguments, so that loky replaces the pool when this environment has changed since
+    its workers started (a notebook that sets a variable its plugin reads)."""
+    return {**os.environ, **_START_ENV}
+
+
 def _initargs(slot: Optional["Slot"] = None) -> tuple:
     return os.getpid(), os.environ.get("PYTHONSAFEPATH"), None if slot is None else slot.path
 
@@ -108,12 +115,13 @@ def shared(workers: int):
     in a script or a notebook starts none. It grows when asked for more workers
     and never shrinks (a one-job round would otherwise end a warm worker that
     the next round starts again): a caller that wants fewer keeps fewer tasks
-    in flight (`size`).
+    in flight (`size`). A change in this process's environment since the pool
+    started replaces it (`_env`).
     """
     import loky
 
     _SIZE[0] = max(_SIZE[0], workers)
-    return loky.get_reusable_executor(max_workers=_SIZE[0], timeout=IDLE, env=_START_ENV,
+    return loky.get_reusable_executor(max_workers=_SIZE[0], timeout=IDLE, env=_env(),
                                       initializer=_init, initargs=_initargs())
 
 
@@ -128,7 +136,7 @@ def private(workers: int = 1, slot: Optional["Slot"] = None):
     the plugin call in progress (`guard.RUNNING`)."""
     import loky
 
-    return loky.ProcessPoolExecutor(max_workers=workers, env=_START_ENV, initializer=_init,
+    return loky.ProcessPoolExecutor(max_workers=workers, env=_env(), initializer=_init,
                                     initargs=_initargs(slot))
 
 
