@@ -606,6 +606,7 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
     seconds without a word, when a call ignores the alarm).
     """
     from .pools import Slot
+    from .runner.guard import use_slot
 
     slot = Slot()  # the plugin call in progress (`guard.RUNNING`), written by the child
     where: list = ["start"]
@@ -626,7 +627,8 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
 
     args = (plugins, tuple(names), seed, timeout, frozenset(done))
     try:
-        how = watch_child(_child, args, None if timeout is None else timeout + _GRACE, on_message, slot)
+        how = watch_child(_child, args, None if timeout is None else timeout + _GRACE, on_message,
+                          (use_slot, slot.path))
         call = slot.value.decode("utf-8", "replace")
     finally:
         slot.close()

@@ -410,14 +410,14 @@ class _ShippedSource(importlib.abc.Loader):
         return importlib.util.decode_source(self.source)
 
 
-def watch_child(target, args: tuple, wait, on_message, slot=None) -> str | None:
+def watch_child(target, args: tuple, wait, on_message, setup: tuple | None = None) -> str | None:
     """Run ``target(conn, *args)`` in a guard process (a one-worker pool of its own,
     `cmbench.pools.private`) and hand each message it sends through ``conn`` to
     ``on_message``, until that returns True.
 
     The one guard process of `preflight` and `cmbench check`: a plugin that ends its
     process there (``os._exit``, a signal) is told apart from one that finishes.
-    ``slot`` (`cmbench.pools.Slot`) receives the plugin call in progress there.
+    ``setup`` is called first there (`cmbench.pools.private`).
     Returns ``""`` when ``on_message`` said done, None when no message came within
     ``wait`` seconds (the child is then killed), else how the child ended
     (``"exit code 7"``, ``"killed by signal SIGKILL"``). The child is killed on the way
@@ -441,7 +441,7 @@ def watch_child(target, args: tuple, wait, on_message, slot=None) -> str | None:
         ready.set()
 
     threading.Thread(target=accept, daemon=True, name="cmbench-guard-accept").start()
-    executor = pools.private(1, slot)
+    executor = pools.private(1, setup)
     future = executor.submit(_talking, target, listener.address, key, args)
     try:
         while not ready.wait(0.05) and not future.done():

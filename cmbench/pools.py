@@ -20,6 +20,7 @@ import mmap
 import os
 import re
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -42,15 +43,18 @@ _START_ENV = {**WORKER_ENV, "PYTHONSAFEPATH": "1"}
 
 
 def exit_with_parent(parent: int, interval: float = 0.25) -> None:
-    """End this process when its parent ``parent`` (a pid) is gone, or when its main
-    thread has finished while a thread a plugin started keeps it alive.
+    """End this process when its parent ``parent`` (a pid) is gone, or as soon as its main
+    thread has finished.
 
     A daemon thread checks every ``interval`` seconds. A parent killed by
     SIGKILL or SIGTERM runs no cleanup: this is what ends its workers, even
     while a plugin loops in Python code (a call inside compiled code that
     holds the interpreter ends when it returns). A worker asked to stop
-    returns from its loop; Python would then wait for every non-daemon thread,
-    and the parent for the worker: such a thread is abandoned instead.
+    returns from its loop (its last message to the parent sent); Python would
+    then wait for every non-daemon thread a plugin started, and the parent for
+    the worker, and then tear down its modules (seconds with SciPy and
+    xarray loaded): the worker's output is flushed and it ends at once, as a
+    forked multiprocessing child does (no atexit handlers in a worker).
     """
     main = threading.main_thread()
 
@@ -71,24 +75,27 @@ def exit_with_parent(parent: int, interval: float = 0.25) -> None:
     def watch() -> None:
         while not gone():
             time.sleep(interval)
-            if not main.is_alive() and any(t.is_alive() and not t.daemon and t is not main
-                                           for t in threading.enumerate()):
-                os._exit(0)  # exiting, held by a thread a plugin left behind: abandon it
+            if not main.is_alive():  # the worker's loop has returned: it is exiting
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except (AttributeError, OSError, ValueError):
+                        pass
+                os._exit(0)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="cmbench-parent-watch").start()
 
 
-def _init(parent: int, safepath: Optional[str], slot: Optional[str]) -> None:
-    """Every worker's first step: the parent's PYTHONSAFEPATH back, the call slot, the watch."""
+def _init(parent: int, safepath: Optional[str], setup: Optional[tuple]) -> None:
+    """Every worker's first step: the parent's PYTHONSAFEPATH back, ``setup`` (``(function,
+    *args)``, called), the watch."""
     if safepath is None:
         os.environ.pop("PYTHONSAFEPATH", None)
     else:
         os.environ["PYTHONSAFEPATH"] = safepath
-    if slot is not None:
-        from .runner import guard
-
-        guard.RUNNING = Slot(slot)
+    if setup is not None:
+        setup[0](*setup[1:])
     exit_with_parent(parent)
 
 
@@ -99,8 +106,8 @@ def _env() -> dict:
     return {**os.environ, **_START_ENV}
 
 
-def _initargs(slot: Optional["Slot"] = None) -> tuple:
-    return os.getpid(), os.environ.get("PYTHONSAFEPATH"), None if slot is None else slot.path
+def _initargs(setup: Optional[tuple] = None) -> tuple:
+    return os.getpid(), os.environ.get("PYTHONSAFEPATH"), setup
 
 
 _SIZE = [0]  # the most workers the shared pool was asked for in this process
@@ -130,14 +137,14 @@ def size() -> int:
     return _SIZE[0]
 
 
-def private(workers: int = 1, slot: Optional["Slot"] = None):
+def private(workers: int = 1, setup: Optional[tuple] = None):
     """A pool of its own (`loky.ProcessPoolExecutor`): for a task whose worker may be killed or
-    may end its process, without breaking the shared pool. ``slot`` receives, in the worker,
-    the plugin call in progress (`guard.RUNNING`)."""
+    may end its process, without breaking the shared pool. ``setup``, ``(function, *args)``
+    (picklable), is called first in each worker (e.g. `cmbench.runner.guard.use_slot`)."""
     import loky
 
     return loky.ProcessPoolExecutor(max_workers=workers, env=_env(), initializer=_init,
-                                    initargs=_initargs(slot))
+                                    initargs=_initargs(setup))
 
 
 def stop(executor) -> None:

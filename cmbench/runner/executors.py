@@ -124,8 +124,10 @@ def _alone(fn: Callable, job: Job, died: Callable) -> dict:
     The worker writes the plugin call it is in into a shared slot, so that the
     failure names the plugin that ended the process.
     """
+    from .guard import use_slot
+
     slot = pools.Slot()
-    executor = pools.private(1, slot)
+    executor = pools.private(1, (use_slot, slot.path))
     try:
         return executor.submit(fn, job).result()
     except BrokenProcessPool as exc:

@@ -27,7 +27,7 @@ from ..components import NotApplicable, Undefined
 from ..cube import FAILED, NOT_APPLICABLE, OK, TIMEOUT, UNDEFINED
 from ..errors import UserError, describe_error
 
-__all__ = ["CallTimeout", "Outcome", "call", "describe", "run"]
+__all__ = ["CallTimeout", "Outcome", "call", "describe", "run", "use_slot"]
 
 
 class CallTimeout(BaseException):
@@ -72,6 +72,14 @@ TICK = None
 #: In a worker process, a shared buffer (`cmbench.pools.Slot`) naming the plugin call in
 #: progress, so that the parent can name the plugin if the call ends the process.
 RUNNING = None
+
+
+def use_slot(path: str) -> None:
+    """In a worker: name each plugin call in progress in the slot at ``path`` (`RUNNING`)."""
+    from ..pools import Slot
+
+    global RUNNING
+    RUNNING = Slot(path)
 
 
 def describe(fn: Callable) -> str:
