@@ -49,8 +49,7 @@ def _env(**extra) -> dict:
 
 
 # ------------------------------------------------------------------ the README's example as a script
-@pytest.mark.slow
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [pytest.param(1, marks=pytest.mark.slow), 2])
 def test_the_readme_api_example_runs_as_a_script_without_a_main_guard(tmp_path, workers):
     code = readme_api_block()
     assert "workers=2" in code and "plugins=[mine]" in code and "__main__" not in code
@@ -63,7 +62,6 @@ def test_the_readme_api_example_runs_as_a_script_without_a_main_guard(tmp_path, 
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
 
 
-@pytest.mark.slow
 def test_the_readme_api_example_runs_in_a_jupyter_kernel(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
@@ -99,7 +97,6 @@ for run in range(2):
 """
 
 
-@pytest.mark.slow
 def test_a_second_run_suite_in_one_process_starts_no_new_workers(tmp_path):
     log = tmp_path / "pids.log"
     script = tmp_path / "twice.py"
@@ -261,11 +258,15 @@ def _cmbench_children(pid: int) -> list[int]:
     return kids
 
 
+# every phase and signal; two of them in the default selection, the rest with -m slow
+KILLS = [pytest.param(phase, sig, marks=() if (phase, sig) in {("import", signal.SIGTERM), ("sweep", signal.SIGKILL)}
+                      else pytest.mark.slow)
+         for phase in ("import", "register", "sweep", "report") for sig in (signal.SIGTERM, signal.SIGKILL)]
+
+
 @needs_proc
-@pytest.mark.slow
-@pytest.mark.parametrize(("phase", "sig"), [
-    *((phase, sig) for phase in ("import", "register", "sweep", "report") for sig in (signal.SIGTERM, signal.SIGKILL)),
-    ("import", signal.SIGINT)], ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
+@pytest.mark.parametrize(("phase", "sig"), [*KILLS, pytest.param("import", signal.SIGINT, marks=pytest.mark.slow)],
+                         ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
 def test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run(tmp_path, phase, sig):
     marker = f"CMBENCH_TEST_RUN_{uuid.uuid4().hex}"
     write(tmp_path / "looper.py", LOOPER)
