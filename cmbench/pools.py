@@ -24,9 +24,10 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
-__all__ = ["IDLE", "WORKER_ENV", "Slot", "death", "exit_with_parent", "private", "shared", "size", "stop"]
+__all__ = ["IDLE", "WORKER_ENV", "Slot", "death", "environment", "exit_with_parent", "in_environment", "private",
+           "shared", "size", "stop"]
 
 #: The environment of every worker process, local or Dask: one BLAS/OpenMP thread,
 #: since several threads per worker would oversubscribe the cores and change last bits.
@@ -99,11 +100,20 @@ def _init(parent: int, safepath: Optional[str], setup: Optional[tuple]) -> None:
     exit_with_parent(parent)
 
 
-def _env() -> dict:
-    """A worker's environment: this process's as of now, with `_START_ENV`. Part of the shared
-    pool's arguments, so that loky replaces the pool when this environment has changed since
-    its workers started (a notebook that sets a variable its plugin reads)."""
-    return {**os.environ, **_START_ENV}
+def environment() -> dict:
+    """This process's environment as a task carries it to a warm worker (`in_environment`),
+    with `WORKER_ENV`."""
+    return {**os.environ, **WORKER_ENV}
+
+
+def in_environment(environ: dict, fn: Callable, *args):
+    """In a worker: ``fn(*args)`` in the environment ``environ`` (`environment`), as a worker
+    started now would have it: a notebook may set a variable its plugin reads between two runs,
+    while the worker started at the first."""
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    return fn(*args)
 
 
 def _initargs(setup: Optional[tuple] = None) -> tuple:
@@ -122,13 +132,13 @@ def shared(workers: int):
     in a script or a notebook starts none. It grows when asked for more workers
     and never shrinks (a one-job round would otherwise end a warm worker that
     the next round starts again): a caller that wants fewer keeps fewer tasks
-    in flight (`size`). A change in this process's environment since the pool
-    started replaces it (`_env`).
+    in flight (`size`). Its workers keep the environment they started with: a
+    task that must see this process's as of now goes through `in_environment`.
     """
     import loky
 
     _SIZE[0] = max(_SIZE[0], workers)
-    return loky.get_reusable_executor(max_workers=_SIZE[0], timeout=IDLE, env=_env(),
+    return loky.get_reusable_executor(max_workers=_SIZE[0], timeout=IDLE, env=_START_ENV,
                                       initializer=_init, initargs=_initargs())
 
 
@@ -143,7 +153,7 @@ def private(workers: int = 1, setup: Optional[tuple] = None):
     (picklable), is called first in each worker (e.g. `cmbench.runner.guard.use_slot`)."""
     import loky
 
-    return loky.ProcessPoolExecutor(max_workers=workers, env=_env(), initializer=_init,
+    return loky.ProcessPoolExecutor(max_workers=workers, env=_START_ENV, initializer=_init,
                                     initargs=_initargs(setup))
 
 

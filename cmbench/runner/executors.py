@@ -64,6 +64,7 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
     """
     queue = list(jobs)
     queue.reverse()  # popped from the end: the first job given goes first
+    fn = functools.partial(pools.in_environment, pools.environment(), fn)  # warm workers: today's environment
     board = ticks.Board(2 * workers) if show is not None else None
     try:
         yield from _rounds(queue, fn, workers, died or worker_died, show, board)
