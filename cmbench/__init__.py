@@ -214,7 +214,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Adversary", "CellsFailed", "CellsFailedWarning", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Interrupted", "Metric",
+    "Adversary", "CellsFailed", "CellsFailedWarning", "Component", "Data", "DataError", "DataFile", "Dataset",
+    "Estimator", "Interrupted", "Metric",
     "NotApplicable", "PluginError", "Progress", "Recoverer", "ShippedTable", "StoppedAtFailure", "Suite",
     "SuiteError", "Undefined", "UserError", "WorkerSetupError", "claims", "hookimpl", "hookspec",
     "load_plugins", "load_suite", "nanquantile", "rank", "run_suite", "to_frame", "__version__",
