@@ -70,8 +70,8 @@ CMD = [sys.executable, "-m", "cmbench.cli"]
 
 def adopt_orphans() -> None:
     """Make this process the reaper of its orphaned descendants (Linux), so that their CPU
-    seconds count in ``RUSAGE_CHILDREN``: a forkserver (`cmbench.forking`) reaps the workers it
-    forked, and ends after its cmbench process, whose parent it then no longer is."""
+    seconds count in ``RUSAGE_CHILDREN``: a helper process (loky's resource tracker) may end
+    after its cmbench process, whose parent it then no longer is."""
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -96,7 +96,7 @@ def timed(args: list, cwd: Path, allowed: tuple = (0,), cmd: list | None = None)
     proc = subprocess.run([*(cmd or CMD), *args], cwd=cwd, env=child_env(),
                           capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    reap_orphans()  # the forkserver and the resource tracker end just after cmbench
+    reap_orphans()  # the resource tracker ends just after cmbench
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in allowed:  # the paper suite has no failed cell: anything else is a broken run
         sys.exit(f"cmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")

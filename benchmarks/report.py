@@ -98,10 +98,10 @@ def report_step(suite: str, plugin: str, run: Path, pages: Path | None, workers:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-c", STEP, suite, plugin, str(folder), str(workers)],
                           env=child_env(), cwd=folder, capture_output=True, text=True)
-    # The drawing pool's workers are the forkserver's children, and the forkserver ends after
-    # the step's process: their CPU counts only here, once they are reaped (`adopt_orphans`).
-    # The step's CPU is all of it but what its process spent before the timed part; a
-    # forkserver started before that part (the plugin's import check) counts in every row.
+    # The drawing pool's workers are the step's children (loky): their CPU counts here once they
+    # are reaped, and a helper that outlives the step is adopted (`adopt_orphans`). The step's
+    # CPU is all of it but what its process spent before the timed part; a worker started
+    # before that part (the plugin's import check) counts in every row.
     reap_orphans()
     used = sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f) - getattr(used, f)
                for f in ("ru_utime", "ru_stime"))

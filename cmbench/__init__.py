@@ -19,6 +19,7 @@ from .components import (  # noqa: E402
     Undefined,
 )
 from .errors import DataError, PluginError, SuiteError, UserError  # noqa: E402 (one line each, exit 2)
+from .errors import CellsFailed, CellsFailedWarning  # noqa: E402
 from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .nanstats import nanquantile  # noqa: E402 (column quantiles with hidden entries, for estimators)
 
@@ -69,12 +70,12 @@ def run_suite(
     suite: "str | os.PathLike | Mapping[str, Any] | Suite",
     out: "str | os.PathLike" = "reports",
     *,
-    workers: int = 1,
+    workers: "int | str" = 1,
     scheduler: Optional[str] = None,
     plugins: Sequence[Any] = (),
     report: bool = False,
     resume: bool = True,
-    timeout: Optional[float] = None,
+    timeout: "float | str | None" = 600.0,
     progress: Optional[bool] = None,
     cache_size: "int | str | None" = None,
     experiments: Sequence[str] = (),
@@ -82,6 +83,7 @@ def run_suite(
     fail_fast: bool = False,
     post_mortem: bool = False,
     stats: "Progress | None" = None,
+    errors: str = "warn",
 ) -> "dict[str, xarray.Dataset]":  # noqa: F821
     """Run a suite, as ``cmbench suite`` does, and return its results cubes.
 
@@ -95,8 +97,12 @@ def run_suite(
     out : str or path-like, default "reports"
         Output folder: cubes go to ``<out>/<suite>/<experiment>.nc``, the stage
         cache to ``<out>/<suite>/.cache``.
-    workers : int, default 1
-        Local worker processes (they also draw a report with many changed pages).
+    workers : int or "auto", default 1
+        Local worker processes (they also draw a report with many changed pages);
+        ``"auto"``: one per usable core; at most 4 per usable core, as ``--workers``.
+        They are the process's reusable pool (loky): a script needs no
+        ``if __name__ == "__main__":`` guard, and a second call in the same
+        process (a notebook's next cell) finds them started.
     scheduler : str or None
         A Dask scheduler address, or ``"local"``, instead of local processes.
     plugins : sequence, default ()
@@ -112,8 +118,9 @@ def run_suite(
         draws them by default; here it is a few seconds more and a 5 MB file).
     resume : bool, default True
         Reuse cached stages; False clears the suite's cache first.
-    timeout : float or None
-        Stop a plugin call after this many seconds (a ``timeout`` cell).
+    timeout : float, "none" or None, default 600
+        Stop a plugin call after this many seconds (a ``timeout`` cell), at most
+        1e6; None (or ``"none"``) lets a call run for ever.
     progress : bool or None
         A progress bar; None: when stderr is a terminal or in a Jupyter
         kernel (there a widget, `tqdm.auto`).
@@ -129,6 +136,11 @@ def run_suite(
         Open the debugger where a plugin raises (in this process: not with workers).
     stats : cmbench.runner.Progress or None
         Filled with the run's counts (units cached, computed, failed) and outputs.
+    errors : {"warn", "raise", "ignore"}, default "warn"
+        What a run with failed or timed-out cells does once its cubes are
+        written: warn (`CellsFailedWarning`, with the count and the first
+        errors), raise `CellsFailed` (its ``cubes`` hold the results), or
+        nothing.
 
     Returns
     -------
@@ -151,18 +163,36 @@ def run_suite(
         ``fail_fast`` and a cell failed.
     Interrupted
         Ctrl-C during the sweep (finished units are kept).
+    CellsFailed
+        ``errors="raise"`` and some cells failed or timed out.
     """
+    from .options import parse_timeout, parse_workers
     from .runner import run_suite as _run
 
+    if errors not in ("warn", "raise", "ignore"):
+        raise UserError(f"errors must be 'warn', 'raise' or 'ignore', got {errors!r}")
+    workers = 1 if workers == "auto" and (post_mortem or scheduler) else parse_workers(workers, "workers")
+    timeout = parse_timeout(timeout)
     options = {}
     if report:
         from .report.suite_step import report_step
 
         options["then"] = report_step(workers)  # before the run lets go of the output folder
-    return _run(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins, timeout=timeout,
-                resume=resume, progress=progress, stats=stats, cache_size=cache_size,
-                experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,
-                **options)
+    cubes = _run(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins, timeout=timeout,
+                 resume=resume, progress=progress, stats=stats, cache_size=cache_size,
+                 experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,
+                 **options)
+    if errors != "ignore":
+        from .errors import failure_summary
+
+        summary = failure_summary(cubes)
+        if summary and errors == "raise":
+            raise CellsFailed(summary, cubes)
+        if summary:
+            import warnings
+
+            warnings.warn(summary, CellsFailedWarning, stacklevel=2)
+    return cubes
 
 
 #: names that load their module on first use (the runner and the suite reader import xarray's
@@ -184,7 +214,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Adversary", "Component", "Data", "DataError", "DataFile", "Dataset", "Estimator", "Interrupted", "Metric",
+    "Adversary", "CellsFailed", "CellsFailedWarning", "Component", "Data", "DataError", "DataFile", "Dataset",
+    "Estimator", "Interrupted", "Metric",
     "NotApplicable", "PluginError", "Progress", "Recoverer", "ShippedTable", "StoppedAtFailure", "Suite",
     "SuiteError", "Undefined", "UserError", "WorkerSetupError", "claims", "hookimpl", "hookspec",
     "load_plugins", "load_suite", "nanquantile", "rank", "run_suite", "to_frame", "__version__",

@@ -33,7 +33,7 @@ import numpy as np
 from .components import Adversary, Component, Data, Dataset, Estimator, Metric, Recoverer
 from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
-from .plugins import (KINDS, SINGULAR, Registry, child_context, choices_hint, is_file_spec, load_plugins,
+from .plugins import (KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins,
                       resolve_plugin, split_spec, watch_child)
 from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
 from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
@@ -657,7 +657,10 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
     component whose check ended the child (killed after ``timeout`` + `_GRACE`
     seconds without a word, when a call ignores the alarm).
     """
-    slot = child_context().RawArray("c", 1024)  # the plugin call in progress (`guard.RUNNING`)
+    from .pools import Slot
+    from .runner.guard import use_slot
+
+    slot = Slot()  # the plugin call in progress (`guard.RUNNING`), written by the child
     where: list = ["start"]
 
     def on_message(message: tuple) -> bool:
@@ -674,8 +677,13 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
             where[:] = message
         return False
 
-    args = (slot, plugins, tuple(names), seed, timeout, frozenset(done))
-    how = watch_child(_child, args, None if timeout is None else timeout + _GRACE, on_message)
+    args = (plugins, tuple(names), seed, timeout, frozenset(done))
+    try:
+        how = watch_child(_child, args, None if timeout is None else timeout + _GRACE, on_message,
+                          (use_slot, slot.path))
+        call = slot.value.decode("utf-8", "replace")
+    finally:
+        slot.close()
     if how == "":
         return None
     if how is None:
@@ -688,17 +696,14 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
                           f"plugins: {', '.join(plugins) or 'built-ins and entry points'}")
     if where[0] != "component":
         raise UserError(f"cmbench check: the checking process ended before any component was checked ({how})")
-    call = slot.value.decode("utf-8", "replace")
     return where[1], where[2], f"ended its process ({how})" + (f" in {call}" if call else "")
 
 
-def _child(conn, slot, plugins, names, seed, timeout, done) -> None:
+def _child(conn, plugins, names, seed, timeout, done) -> None:
     """The guard process of `run_checks`: import, check, report each step to the parent through ``conn``."""
     from . import plugins as plugin_host
-    from .runner import guard
 
     plugin_host.PREFLIGHT = False  # this process is the guard
-    guard.RUNNING = slot
     try:
         for spec in plugins:  # one at a time: the parent names the one that ends the process
             if not spec.startswith("cmbench."):

@@ -16,8 +16,16 @@ class _Group(click.Group):
     """Turn the library's user errors into one line on stderr and exit code 2."""
 
     def invoke(self, ctx):
+        import signal
+
+        # SIGTERM stops cmbench as Ctrl-C does (workers ended, the run lock released, finished
+        # units kept), instead of ending it with nothing cleaned up
+        terminate = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # outside a sweep (which says what it kept): one line, not "Aborted!"
+            click.echo("cmbench: interrupted", err=True)
+            sys.exit(130)
         except UserError as exc:
             click.echo(f"cmbench: error: {exc}", err=True)
             sys.exit(2)
@@ -28,6 +36,8 @@ class _Group(click.Group):
                 raise
             click.echo(f"cmbench: error: {exc.filename}: {describe(exc)}", err=True)
             sys.exit(2)
+        finally:
+            signal.signal(signal.SIGTERM, terminate)
 
 
 plugin_option = click.option("--plugin", "plugins", multiple=True, metavar="PATH.py|module",
@@ -99,8 +109,8 @@ def info(plugins, name) -> None:
 @plugin_option
 @click.argument("names", nargs=-1, metavar="[NAME|KIND:NAME]...")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the generated inputs and rngs.")
-@click.option("--timeout", default=60.0, show_default=True, type=float, metavar="SECONDS",
-              help="Fail a check whose plugin call takes longer than this.")
+@click.option("--timeout", default="60", show_default=True, metavar="SECONDS|none",
+              help="Fail a check whose plugin call takes longer than this ('none': no limit).")
 def check(plugins, names, seed, timeout) -> None:
     """Check components against the contract on small generated inputs.
 
@@ -108,7 +118,9 @@ def check(plugins, names, seed, timeout) -> None:
     without --plugin), or only NAMEs. One line per check; exit 1 if any fails.
     """
     from .check import FAIL, PASS, SKIP, run_checks
+    from .options import parse_timeout
 
+    timeout = parse_timeout(timeout)
     results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()), timeout=timeout)
     counts = collections.Counter(r.status for r in results)
     components = len({(r.kind, r.name) for r in results})
@@ -127,7 +139,8 @@ def check(plugins, names, seed, timeout) -> None:
               help="Local worker processes (they also draw a report with many changed pages); auto: one per usable core.")
 @click.option("--scheduler", default=None, metavar="ADDRESS|local",
               help="Run on a Dask cluster ('local' starts a LocalCluster on 127.0.0.1).")
-@click.option("--timeout", default=None, type=float, metavar="SECONDS", help="Stop a plugin call after this long.")
+@click.option("--timeout", default="600", show_default=True, metavar="SECONDS|none",
+              help="Stop a plugin call after this long (at most 1e6; 'none': no limit).")
 @click.option("--resume/--no-resume", default=True, show_default=True,
               help="Reuse cached stages (--no-resume clears the suite's cache first).")
 @click.option("--cache-size", default=None, metavar="SIZE",
@@ -152,8 +165,9 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     from .cube import STATUSES, failures
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
-    from .options import check_run_options, parse_workers
+    from .options import check_run_options, parse_timeout, parse_workers
 
+    timeout = parse_timeout(timeout)
     # --pdb debugs in this process and a scheduler brings its own workers: auto means one there
     workers = 1 if workers == "auto" and (post_mortem or scheduler) else parse_workers(workers)
     check_run_options(workers=workers, timeout=timeout, scheduler=scheduler, post_mortem=post_mortem,

@@ -22,6 +22,51 @@ class DataError(UserError):
     """A data file that is missing, malformed or fails its checksum."""
 
 
+class CellsFailedWarning(UserWarning):
+    """`cmbench.run_suite` wrote cubes in which some cells failed or timed out: the message gives
+    how many and the first errors (``errors="raise"`` raises `CellsFailed` instead)."""
+
+
+class CellsFailed(Exception):
+    """`cmbench.run_suite(..., errors="raise")`: some cells failed or timed out. The message is
+    `CellsFailedWarning`'s; ``cubes`` holds the cubes written (by experiment name)."""
+
+    def __init__(self, message: str, cubes: dict) -> None:
+        super().__init__(message)
+        self.cubes = cubes
+
+
+#: how many distinct errors a `failure_summary` quotes
+FIRST_ERRORS = 3
+
+
+def failure_summary(cubes: dict) -> str:
+    """How many cells of ``cubes`` (experiment name -> cube) failed or timed out, of how many,
+    with the first `FIRST_ERRORS` distinct errors; ``""`` when none did."""
+    import numpy as np
+
+    from .cube import FAILURES
+
+    bad = total = 0
+    first: list[str] = []
+    for name, ds in cubes.items():
+        status = ds["status"].values
+        failed = np.isin(status, FAILURES)
+        bad += int(failed.sum())
+        total += status.size
+        if len(first) < FIRST_ERRORS and failed.any():
+            for error in ds["error"].values[failed]:
+                line = f"{name}: {error}"
+                if line not in first:
+                    first.append(line)
+                if len(first) == FIRST_ERRORS:
+                    break
+    if not bad:
+        return ""
+    return (f"{bad} of {total} cells failed or timed out (their values are NaN); first errors:\n  "
+            + "\n  ".join(first))
+
+
 def describe_error(exc: BaseException, home: "str | os.PathLike | Callable | None" = None) -> str:
     """One line naming an exception a plugin raised and where: ``"Type: message (file:line)"``.
 

@@ -452,52 +452,88 @@ class _ShippedSource(importlib.abc.Loader):
         return importlib.util.decode_source(self.source)
 
 
-def child_context():
-    """The multiprocessing context of cmbench's guard processes: ``forkserver`` where the
-    platform has it (no copy of this process's threads and locks), else ``spawn``."""
-    from .forking import context
-
-    return context(["cmbench.plugins"])  # the one forkserver of this process (`cmbench.forking`)
-
-
-def watch_child(target, args: tuple, wait, on_message) -> str | None:
-    """Run ``target(conn, *args)`` in a guard process (`child_context`) and hand each message
-    it sends through ``conn`` to ``on_message``, until that returns True.
+def watch_child(target, args: tuple, wait, on_message, setup: tuple | None = None) -> str | None:
+    """Run ``target(conn, *args)`` in a guard process (a one-worker pool of its own,
+    `cmbench.pools.private`) and hand each message it sends through ``conn`` to
+    ``on_message``, until that returns True.
 
     The one guard process of `preflight` and `cmbench check`: a plugin that ends its
     process there (``os._exit``, a signal) is told apart from one that finishes.
+    ``setup`` is called first there (`cmbench.pools.private`).
     Returns ``""`` when ``on_message`` said done, None when no message came within
     ``wait`` seconds (the child is then killed), else how the child ended
-    (``"exit code 7"``, ``"killed by signal SIGKILL"``).
+    (``"exit code 7"``, ``"killed by signal SIGKILL"``). The child is killed on the way
+    out, whatever ends the wait (Ctrl-C included).
     """
-    import signal
+    import threading
+    from multiprocessing.connection import Listener
 
-    ctx = child_context()
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=target, args=(send, *args), daemon=True)
-    child.start()
-    send.close()
+    from . import pools
+
+    key = os.urandom(32)
+    listener = Listener(authkey=key)  # a local socket that only the holder of ``key`` may use
+    box: dict = {}
+    ready = threading.Event()
+
+    def accept() -> None:
+        try:
+            box["conn"] = listener.accept()
+        except Exception:  # the listener closed, or a stranger without the key: no child speaks
+            pass
+        ready.set()
+
+    threading.Thread(target=accept, daemon=True, name="cmbench-guard-accept").start()
+    executor = pools.private(1, setup)
+    future = executor.submit(_talking, target, listener.address, key, args)
     try:
-        while receive.poll(wait):
-            try:
-                message = receive.recv()
-            except EOFError:
-                child.join()
-                code = child.exitcode
-                if code is None or code >= 0:
-                    return f"exit code {code}"
+        while not ready.wait(0.05) and not future.done():
+            pass
+        conn = box.get("conn")
+        if conn is not None:
+            while True:
+                if not conn.poll(wait):
+                    return None
                 try:
-                    return f"killed by signal {signal.Signals(-code).name}"
-                except ValueError:
-                    return f"killed by signal {-code}"
-            if on_message(message):
-                return ""
-        return None
+                    message = conn.recv()
+                except EOFError:
+                    break
+                if on_message(message):
+                    return ""
+        return _how_it_ended(future)
     finally:
-        receive.close()
-        if child.is_alive():
-            child.kill()
-        child.join()
+        if "conn" in box:
+            box["conn"].close()
+        listener.close()
+        pools.stop(executor)
+
+
+def _talking(target, address, key: bytes, args: tuple) -> None:
+    """In the guard process: connect back to the parent, then run ``target(conn, *args)``."""
+    from multiprocessing.connection import Client
+
+    conn = Client(address, authkey=key)
+    try:
+        target(conn, *args)
+    finally:
+        conn.close()
+
+
+def _how_it_ended(future) -> str:
+    """How a guard process that stopped talking ended: its exit code or signal."""
+    from concurrent.futures import TimeoutError as Timeout
+    from concurrent.futures.process import BrokenProcessPool
+
+    from . import pools
+
+    try:
+        future.result(timeout=10)
+    except BrokenProcessPool as exc:
+        return pools.death(exc) or "the process ended"
+    except Timeout:
+        return "the process stopped answering"
+    except BaseException as exc:  # the guard's own code failed: said as it is
+        return f"{type(exc).__name__}: {exc}"
+    return "exit code 0"
 
 
 #: import a plugin file in a child process first (`preflight`); off in the guard processes themselves
@@ -538,7 +574,11 @@ def preflight(path: Path, raw: bytes) -> None:
     digest = hashlib.sha256(raw).hexdigest()
     if not PREFLIGHT or digest in _PREFLIGHT_PASSED:
         return
-    how = watch_child(_preflight_child, (str(path),), PREFLIGHT_TIMEOUT, lambda message: True)
+    try:
+        how = watch_child(_preflight_child, (str(path),), PREFLIGHT_TIMEOUT, lambda message: True)
+    except KeyboardInterrupt:  # Ctrl-C, or a signal the plugin sent to its parent
+        raise PluginError(f"plugin file {path}: interrupted while being imported (Ctrl-C, or a signal "
+                          "the plugin sent to cmbench)") from None
     if how is None:
         raise PluginError(f"plugin file {path} did not finish importing within {PREFLIGHT_TIMEOUT:g} s")
     if how:

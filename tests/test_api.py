@@ -196,3 +196,58 @@ def test_several_plugin_objects_load_and_one_given_twice_counts_once():
     assert {"first", "second", "shrunk-mean"} <= set(registry.estimators)
     names = [s.plugin for s in registry.plugins if s.digest]
     assert len(names) == 3 and names[0].startswith("<namespace ") and "<test_api.ShrinkPlugin " in names[2]
+
+
+# ------------------------------------------------------------------ failures speak up
+def broken_mean(X, *, rng):
+    raise ValueError("this estimator always fails")
+
+
+class BrokenPlugin:
+    def register_estimators(self):
+        return [cmbench.Estimator("broken-mean", broken_mean)]
+
+
+def test_a_run_with_failed_cells_warns_with_the_count_and_the_first_error(tmp_path):
+    suite = grid_suite(estimators=["broken-mean"])
+    with pytest.warns(cmbench.CellsFailedWarning, match=r"4 of 4 cells failed or timed out") as caught:
+        cubes = cmbench.run_suite(suite, out=tmp_path / "out", plugins=[BrokenPlugin()], progress=False)
+    assert "this estimator always fails" in str(caught[0].message)
+    assert caught[0].filename == __file__  # points at the caller's line, not into cmbench
+    assert (cubes["e"]["status"] == "failed").all()
+
+
+def test_errors_raise_raises_with_the_cubes_and_errors_ignore_is_silent(tmp_path, recwarn):
+    suite = grid_suite(estimators=["mean", "broken-mean"])
+    with pytest.raises(cmbench.CellsFailed, match=r"4 of 8 cells") as info:
+        cmbench.run_suite(suite, out=tmp_path / "out", plugins=[BrokenPlugin()], progress=False, errors="raise")
+    assert (info.value.cubes["e"]["status"].sel(estimator="mean") == "ok").all()
+    cmbench.run_suite(suite, out=tmp_path / "out", plugins=[BrokenPlugin()], progress=False, errors="ignore")
+    assert not [w for w in recwarn if issubclass(w.category, cmbench.CellsFailedWarning)]
+    with pytest.raises(cmbench.UserError, match="errors must be"):
+        cmbench.run_suite(suite, out=tmp_path / "out", errors="loud")
+
+
+def test_a_run_whose_cells_are_ok_does_not_warn(tmp_path, recwarn):
+    cmbench.run_suite(grid_suite(estimators=["mean"]), out=tmp_path / "out", progress=False)
+    assert not [w for w in recwarn if issubclass(w.category, cmbench.CellsFailedWarning)]
+
+
+def test_run_suite_caps_workers_as_the_command_line_does(tmp_path):
+    from cmbench.options import MAX_WORKERS_PER_CORE, usable_cores
+
+    with pytest.raises(cmbench.UserError, match=r"workers 10000 is more than 4 per usable core"):
+        cmbench.run_suite(grid_suite(), out=tmp_path / "out", workers=10000)
+    assert not (tmp_path / "out").exists()  # refused before anything starts
+    assert MAX_WORKERS_PER_CORE * usable_cores() < 10000
+
+
+def test_run_suite_has_a_default_timeout_that_none_disables(tmp_path):
+    from cmbench.options import SUITE_TIMEOUT
+
+    assert inspect.signature(cmbench.run_suite).parameters["timeout"].default == SUITE_TIMEOUT
+    with pytest.raises(cmbench.UserError, match="at most 1e\\+06|longest"):
+        cmbench.run_suite(grid_suite(), out=tmp_path / "out", timeout=1e10)
+    cubes = cmbench.run_suite(grid_suite(estimators=["mean"]), out=tmp_path / "out", timeout="none",
+                              progress=False)
+    assert (cubes["e"]["status"] == "ok").all()

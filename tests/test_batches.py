@@ -14,8 +14,8 @@ def _dies_on_13(job):
     return job * 10
 
 
-def _died(job, running):
-    return f"died: {job}"
+def _died(job, running, how):
+    return f"died: {job} ({how})"
 
 
 def test_units_all_come_back_with_their_own_results():
@@ -25,7 +25,7 @@ def test_units_all_come_back_with_their_own_results():
 
 def test_a_death_fails_only_its_unit_and_the_others_are_computed_again():
     out = dict(executors.processes(range(30), _dies_on_13, 2, died=_died))
-    assert out == {k: ("died: 13" if k == 13 else k * 10) for k in range(30)}
+    assert out == {k: ("died: 13 (exit code 7)" if k == 13 else k * 10) for k in range(30)}
 
 
 def test_a_pool_without_a_death_fails_nothing():

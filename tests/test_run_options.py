@@ -25,6 +25,7 @@ def test_workers_auto_is_the_usable_cores_and_the_default(monkeypatch):
 
 @pytest.mark.parametrize("option", [("--workers", "0"), ("--workers", "-3"), ("--workers", "many"),
                                     ("--timeout", "-1"), ("--timeout", "nan"), ("--timeout", "0"),
+                                    ("--timeout", "1e10"), ("--timeout", "soon"),
                                     ("--cache-size", "lots"), ("--workers", "3", "--pdb")])
 @pytest.mark.parametrize("dry", [True, False])
 def test_dry_run_refuses_what_a_real_run_refuses(tmp_path, option, dry):
@@ -67,3 +68,23 @@ def test_the_largest_seed_the_cube_stores_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(tmp_path / "out" / "r" / "e.nc") as ds:
         assert int(ds.attrs["seed"]) == 2 ** 63 - 1
+
+
+def test_suite_help_states_the_default_timeout_and_none_disables_it(tmp_path):
+    from cmbench.options import SUITE_TIMEOUT
+
+    code, _ = cli_inproc("suite", good_suite(tmp_path), "--out", tmp_path / "out", "--no-report",
+                         "--timeout", "none", "--workers", "1")
+    assert code == 0
+    from click.testing import CliRunner
+
+    from cmbench.cli import main
+
+    help_text = " ".join(CliRunner().invoke(main, ["suite", "--help"]).output.split())
+    assert f"[default: {SUITE_TIMEOUT:g}]" in help_text and "'none': no limit" in help_text
+
+
+@pytest.mark.parametrize("value", ["1e7", "-2", "soon"])
+def test_check_refuses_a_timeout_out_of_bounds_in_one_line(value):
+    code, err = cli_inproc("check", "mean", "--timeout", value)
+    assert_user_error(code, err, "--timeout")

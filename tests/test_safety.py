@@ -384,17 +384,14 @@ def _children(pid: int) -> set[int]:
 
 
 def _workers(pid: int) -> set[int]:
-    """The worker processes of the cmbench process ``pid``: its descendants but the resource
-    tracker and the forkserver (workers are the forkserver's children)."""
+    """The worker processes of the cmbench process ``pid``: its children but the resource tracker."""
     out = set()
     for k in _children(pid):
         try:
             cmdline = Path(f"/proc/{k}/cmdline").read_text()
         except OSError:
             continue
-        if "forkserver" in cmdline:  # its children share its command line
-            out |= _children(k)
-        elif "resource_tracker" not in cmdline:
+        if "resource_tracker" not in cmdline:
             out.add(k)
     return out
 

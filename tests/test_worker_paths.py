@@ -2,8 +2,8 @@
 
 README's first command runs `cmbench suite paper` inside the source checkout, whose
 `cmbench/` folder is not the installed package (the built-in plugins live in
-`plugins/`, installed as `cmbench.builtins`). A forkserver is started as
-`python -c ...`, which puts the working folder first on its sys.path.
+`plugins/`, installed as `cmbench.builtins`). A worker is started as
+`python -m ...`, which puts the working folder first on its sys.path.
 """
 from __future__ import annotations
 

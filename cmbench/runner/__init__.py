@@ -287,6 +287,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
                 stats.cached += 1
             else:  # held back, and computed by the unit it waited for
                 stats.computed += 1
+                bar.n = stats.cached + stats.computed - 1
                 bar.update(1)
         return work
 
@@ -313,33 +314,33 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
                     continue
                 owner.update(dict.fromkeys(claims, unit))
                 todo.append(job)
-                if len(todo) == 1 and not scheduler and (workers > 1 or isolate):
-                    from ..forking import context
-
-                    context()  # the forkserver imports `forking.PRELOAD` while the rest is looked up
             # Longest first, so that no worker is left alone with a long unit at the end of the
             # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
             # of equal cost keep the plan's order.
             todo.sort(key=lambda job: -_cost(job, datasets))
             if bar is None:
                 bar = _progress_bar(suite, stats, progress)
-            running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed)
+            running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed,
+                               show=None if bar.disable else _inside(bar, stats))
             for job, out in itertools.chain(known, running):
                 exp, _, keys = units[(job.experiment, job.coords)]
                 store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
                 fresh, cacheable, matrices = records_of(out, keys)
+                # counted before its document is written: a Ctrl-C in between reports one unit
+                # more than is kept (the one cut short), never one less
+                stats.computed += 1
                 # Failed or timed-out records are not stored: the next run computes them again,
                 # while everything around them is kept.
                 store.add(keys.corruption, cacheable, matrices)
                 result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
                 results[exp.name][job.coords] = result
-                stats.computed += 1
                 if failed_cells(result):
                     stats.failed += 1
                     if fail_fast:
                         bar.close()
                         running.close()  # cancels the units still queued or in flight
                         raise _first_failure(exp, job, result)
+                bar.n = stats.cached + stats.computed - 1  # without the part `_inside` showed
                 bar.update(1)
                 for unit in waiters.pop((job.experiment, job.coords), ()):
                     held[unit].discard((job.experiment, job.coords))
@@ -355,8 +356,25 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
         kept = stats.cached + stats.computed - stats.failed
         raise Interrupted(f"interrupted: {kept} of {stats.total} units are finished and kept in "
                           f"{store.cache}; run the same command again to resume") from None
+    bar.n = stats.cached + stats.computed
     bar.close()
     return results
+
+
+def _inside(bar, stats: Progress) -> Callable[[float], None]:
+    """Moves ``bar`` inside the units in flight: ``show(part)`` puts it at the finished units
+    plus ``part`` (`ticks`), at most five times a second."""
+    import time
+
+    last = [0.0]
+
+    def show(part: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.2:
+            last[0] = now
+            bar.n = round(stats.cached + stats.computed + part, 1)
+            bar.refresh()
+    return show
 
 
 def _progress_bar(suite: Suite, stats: Progress, progress: Optional[bool]):

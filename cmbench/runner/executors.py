@@ -10,20 +10,23 @@ cmbench runs in one such worker too (`isolated`), so that the sweep itself
 always survives to write its cubes. A call inside compiled code (a long BLAS or
 C-extension call) cannot be interrupted by ``--timeout``: the timeout takes
 effect when control returns to Python, at the latest at the end of the unit.
-Workers are started by a forkserver where the platform has one, else
-spawned (`cmbench.forking`), and exit when cmbench is gone, so killing it
-(even with SIGKILL) leaves no worker behind.
+Workers are the process's reusable loky pool (`cmbench.pools`): they need no
+main guard in the calling script, stay warm for the next run of the same
+process, and exit when cmbench is gone, so killing it (even with SIGKILL)
+leaves no worker behind.
 """
 from __future__ import annotations
 
 import functools
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
+from .. import pools
 from ..errors import UserError
-from ..forking import WORKER_ENV, context, exit_with_parent
+from . import ticks
+from ..pools import WORKER_ENV
 from .jobs import Job
 
 
@@ -39,48 +42,47 @@ def _with(bundle, fn: Callable) -> Callable:
     return fn if bundle is None else functools.partial(installed, bundle, fn)
 
 
-def _worker_init(parent: int, slot=None, environ: Optional[dict] = None) -> None:
-    if environ is not None:  # a forkserver's child has the server's environment, from when it started
-        os.environ.clear()
-        os.environ.update(environ)
-    os.environ.update(WORKER_ENV)
-    if slot is not None:
-        from . import guard
-
-        guard.RUNNING = slot
-    exit_with_parent(parent)
-
-
-def pool(workers: int, slot=None) -> ProcessPoolExecutor:
-    """``workers`` local worker processes (`cmbench.forking.context`: forkserver, else spawn).
-
-    Each ends with this process (`cmbench.forking.exit_with_parent`) and has its
-    environment as of now (as a spawned one would); ``slot`` (a shared byte
-    buffer) receives the plugin call in progress (`guard.RUNNING`).
-    """
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context(), initializer=_worker_init,
-                               initargs=(os.getpid(), slot, dict(os.environ)))
-
-
-def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None) -> Iterator:
-    """A pool of local processes; a worker that dies takes only its own unit down.
+def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Callable] = None,
+              show: Optional[Callable[[float], None]] = None) -> Iterator:
+    """The process's shared pool of local workers (`cmbench.pools.shared`); a worker that dies
+    takes only its own unit down.
 
     Each job is a task of its own (no batching: see benchmarks/README.md); at
     most ``2 * workers`` are in flight (enough to keep every worker busy; the
-    rest wait here, so that an interrupted sweep leaves little queued).
+    rest wait here, so that an interrupted sweep leaves little queued), or
+    ``workers`` when the pool is larger, so that no more run at once.
 
     When a worker dies (os._exit, a segfault) every in-flight future of the
     pool breaks and the culprit is unknown: each job that was in flight is run
     again alone in a fresh process, where a death names its job (recorded as
-    failed by ``died(job, running)``, default `worker_died`: ``running`` is
-    the plugin call it was in); the sweep then goes on in a fresh pool.
+    failed by ``died(job, running, how)``, default `worker_died`: ``running`` is
+    the plugin call it was in, ``how`` the exit code or signal); the sweep then
+    goes on in a fresh pool. A sweep that stops early (Ctrl-C, ``fail_fast``)
+    kills the workers, which may be inside a plugin call; one that finishes
+    leaves them warm. ``show(part)`` is called about twice a second with the
+    part of the units in flight already done (`ticks`).
     """
     queue = list(jobs)
     queue.reverse()  # popped from the end: the first job given goes first
-    depth = 2 * workers
+    fn = functools.partial(pools.in_environment, pools.environment(), fn)  # warm workers: today's environment
+    board = ticks.Board(2 * workers) if show is not None else None
+    try:
+        yield from _rounds(queue, fn, workers, died or worker_died, show, board)
+    finally:
+        if board is not None:
+            board.close()
+
+
+def _rounds(queue: list, fn: Callable, workers: int, died: Callable, show, board) -> Iterator:
+    """`processes`' loop: a round per pool, until the queue is empty."""
     while queue:
         suspects = []
-        executor = pool(workers)
+        executor = pools.shared(workers)
+        # a pool larger than asked (an earlier run's) runs no more than ``workers`` at once
+        depth = 2 * workers if pools.size() == workers else workers
+        free = list(range(depth))  # the board's lanes not in use
+        lanes: dict = {}  # future -> its lane
+        finished = False
         try:
             pending = {}
             # once the pool is broken, nothing more is submitted: what is still pending breaks
@@ -88,20 +90,33 @@ def processes(jobs: Iterable[Job], fn: Callable, workers: int, died: Optional[Ca
             while pending or (queue and not suspects):
                 while queue and not suspects and len(pending) < depth:
                     job = queue.pop()
-                    pending[executor.submit(fn, job)] = job
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    if board is None:
+                        future = executor.submit(fn, job)
+                    else:
+                        lane = free.pop()
+                        board.reset(lane)
+                        future = executor.submit(ticks.counted, board.path, lane, fn, job)
+                        lanes[future] = lane
+                    pending[future] = job
+                done, _ = wait(pending, timeout=None if show is None else 0.5, return_when=FIRST_COMPLETED)
                 for future in done:
                     job = pending.pop(future)
+                    if future in lanes:
+                        free.append(lanes.pop(future))
                     try:
                         result = future.result()
                     except BrokenProcessPool:
                         suspects.append(job)
                         continue
                     yield job, result
+                if show is not None:
+                    show(sum(ticks.share(board.read(lanes[f]), j) for f, j in pending.items()))
+            finished = True
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+            if not finished:
+                pools.stop(executor)
         for job in suspects:
-            yield job, _alone(fn, job, died or worker_died)
+            yield job, _alone(fn, job, died)
 
 
 def _alone(fn: Callable, job: Job, died: Callable) -> dict:
@@ -110,23 +125,28 @@ def _alone(fn: Callable, job: Job, died: Callable) -> dict:
     The worker writes the plugin call it is in into a shared slot, so that the
     failure names the plugin that ended the process.
     """
-    slot = context().RawArray("c", 1024)
-    executor = pool(1, slot)
+    from .guard import use_slot
+
+    slot = pools.Slot()
+    executor = pools.private(1, (use_slot, slot.path))
     try:
         return executor.submit(fn, job).result()
-    except BrokenProcessPool:
-        return died(job, slot.value.decode("utf-8", "replace"))
+    except BrokenProcessPool as exc:
+        return died(job, slot.value.decode("utf-8", "replace"), pools.death(exc))
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        pools.stop(executor)
+        slot.close()
 
 
-def worker_died(job: Job, running: str = "") -> dict:
-    """The result of a job whose worker process died: every stage it computed failed, naming the call."""
+def worker_died(job: Job, running: str = "", how: str = "") -> dict:
+    """The result of a job whose worker process died: every stage it computed failed, naming the
+    call and what is known of the cause (``how``: an exit code or a signal)."""
     from .units import failed_work
 
     where = f" in {running}" if running else ""
-    return failed_work(job, f"the worker process died while computing this unit{where} (a plugin ended the "
-                            "interpreter: os._exit, a segfault, or out of memory)")
+    cause = f"{how}: " if how else ""
+    return failed_work(job, f"the worker process died while computing this unit{where} ({cause}a plugin "
+                            "ended the interpreter: os._exit, a segfault, or out of memory)")
 
 
 #: Seconds a Dask scheduler has to answer before ``--scheduler`` is given up
@@ -261,18 +281,20 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
 
 
 def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str] = None,
-             isolate: bool = False, bundle=None, died: Optional[Callable] = None) -> Iterator:
+             isolate: bool = False, bundle=None, died: Optional[Callable] = None,
+             show: Optional[Callable[[float], None]] = None) -> Iterator:
     """Run ``fn`` on every job with the chosen executor.
 
     ``isolate`` keeps a serial sweep out of process (in one child process that a plugin
     may kill); a worker process first
     installs the jobs' suite ``bundle``; ``died`` makes the result of a job
-    whose local worker process died (see `processes`).
+    whose local worker process died (see `processes`); ``show(part)`` moves a
+    progress bar inside the units in flight (`ticks`; not on Dask).
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
     if workers > 1 and len(jobs) > 1:
-        return processes(jobs, _with(bundle, fn), workers, died)
+        return processes(jobs, _with(bundle, fn), workers, died, show)
     if isolate and jobs:
-        return processes(jobs, _with(bundle, fn), 1, died)
-    return ((job, fn(job)) for job in jobs)
+        return processes(jobs, _with(bundle, fn), 1, died, show)
+    return ((job, ticks.here(fn, job, show)) for job in jobs)

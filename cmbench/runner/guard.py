@@ -27,7 +27,7 @@ from ..components import NotApplicable, Undefined
 from ..cube import FAILED, NOT_APPLICABLE, OK, TIMEOUT, UNDEFINED
 from ..errors import UserError, describe_error
 
-__all__ = ["CallTimeout", "Outcome", "call", "describe", "run"]
+__all__ = ["CallTimeout", "Outcome", "call", "describe", "run", "use_slot"]
 
 
 class CallTimeout(BaseException):
@@ -65,9 +65,21 @@ def _alarm(signum, frame):
 # Set by the SIGINT handler `call` installs: a KeyboardInterrupt is a real Ctrl-C only then.
 _SIGINT_SEEN = [False]
 
-#: In a worker process, a shared byte buffer (set by `executors`) naming the plugin call in
+#: Called after each plugin call while a unit is computed (`ticks`): the progress bar moves
+#: inside a long unit
+TICK = None
+
+#: In a worker process, a shared buffer (`cmbench.pools.Slot`) naming the plugin call in
 #: progress, so that the parent can name the plugin if the call ends the process.
 RUNNING = None
+
+
+def use_slot(path: str) -> None:
+    """In a worker: name each plugin call in progress in the slot at ``path`` (`RUNNING`)."""
+    from ..pools import Slot
+
+    global RUNNING
+    RUNNING = Slot(path)
 
 
 def describe(fn: Callable) -> str:
@@ -164,6 +176,8 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
         if RUNNING is not None:
             RUNNING.value = outer
     out.seconds = time.perf_counter() - start
+    if TICK is not None:
+        TICK()
     return out
 
 

@@ -112,11 +112,13 @@ def probe(job: Job) -> Loaded:
     return Loaded(describe(entry.name, out.value))
 
 
-def crashed(job: Job, running: str = "") -> Loaded:
-    """The result of a probe whose worker process died: the loader ended the interpreter."""
+def crashed(job: Job, running: str = "", how: str = "") -> Loaded:
+    """The result of a probe whose worker process died (``how``: its exit code or signal): the
+    loader ended the interpreter."""
     entry = dataset_of(job)
+    cause = f"{how}: " if how else ""
     error = (f"data set {entry.label!r} ({entry.source}): the worker process died while loading it "
-             "(the plugin ended the interpreter: os._exit, a segfault, or out of memory)")
+             f"({cause}the plugin ended the interpreter: os._exit, a segfault, or out of memory)")
     return Loaded(dict(_empty(entry.name), error=error), failure=record(FAILED, error),
                   crashed=True)
 

@@ -4,11 +4,9 @@ A drawing strategy is a callable ``draw(pages, meta, svg) -> Drawn`` taking
 ``(index, Page)`` pairs and the indices of the pages whose figure the HTML
 report shows as SVG; `pdf.write_report` is handed one and merges the
 documents it returns. `draw_here` draws every page in this process, in one
-document; `Pool` spreads the pages over worker processes of a
-`concurrent.futures.ProcessPoolExecutor`, one document per worker, started by
-cmbench's forkserver where the platform has it, else spawned
-(`cmbench.forking.context`); a worker ends with the process that owns the pool
-(`cmbench.forking.exit_with_parent`). A worker that raises makes
+document; `Pool` spreads the pages over the workers of the process's shared
+pool (`cmbench.pools.shared`, the sweep's workers), one document per worker; a
+worker ends with the process that owns the pool. A worker that raises makes
 `Pool.__call__` raise that error; one that dies raises
 `concurrent.futures.process.BrokenProcessPool`. A page drawn for the PDF gives
 its SVG in the same pass, so that the HTML does not compute it again.
@@ -17,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Collection, Sequence
 
 from ..layout import Page
@@ -105,21 +101,21 @@ def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Pag
 class Pool(contextlib.AbstractContextManager):
     """``workers`` processes that draw pages; a context manager (the pool ends on exit).
 
-    The processes start on first use, so a report whose pages are all kept
-    (`pagecache`), or that has fewer than `POOL_COST` to draw, starts none.
+    The pool is the process's shared one, taken on first use, so a report whose
+    pages are all kept (`pagecache`), or that has fewer than `POOL_COST` to
+    draw, uses none. On exit its workers stay warm for the next run, unless
+    the drawing failed (they are then ended).
     """
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, int(workers))
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool = None
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _executor(self):
         if self._pool is None:
-            from ...forking import context, exit_with_parent
+            from ... import pools
 
-            # cmbench's one forkserver (else spawn); a worker ends with this process, even killed
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context(),
-                                             initializer=exit_with_parent, initargs=(os.getpid(),))
+            self._pool = pools.shared(self.workers)
         return self._pool
 
     def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict, svg: Collection[int] = ()) -> Drawn:
@@ -133,7 +129,9 @@ class Pool(contextlib.AbstractContextManager):
             futures.append((g, pool.submit(draw_document, records, meta, None, at)))
         return [_result(g, f.result()) for g, f in futures]
 
-    def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def __exit__(self, kind, *exc) -> None:
+        if self._pool is not None and kind is not None:
+            from ... import pools
+
+            pools.stop(self._pool)  # a worker may still be drawing: no waiting for it
+        self._pool = None

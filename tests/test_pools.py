@@ -1,0 +1,365 @@
+"""cmbench's worker pools: scripts without a main guard, warm workers, and nothing left behind.
+
+Workers are loky's (`cmbench.pools`): they must run the README's Python API example saved as a
+script or in a Jupyter kernel, start once per process, end with their parent whatever signal
+ends it and in every phase of a run, and not wait for a thread a plugin leaves running.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cmbench import pools
+from conftest import GOOD, alive, survivors, write
+
+ROOT = Path(__file__).resolve().parents[1]
+LINUX = sys.platform.startswith("linux")
+needs_proc = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds processes in /proc")
+
+
+def readme_api_block() -> str:
+    """The README's "Python API" example, as the README has it (its first ``python`` block)."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Python API", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+# A tail appended to the README's block: every cell of every cube must be ok
+CHECK_ALL_OK = """
+import numpy as _np
+for _name, _ds in cubes.items():
+    _bad = _ds["status"].values[_ds["status"].values != "ok"]
+    assert _bad.size == 0, (_name, set(_bad.tolist()), str(_ds["error"].values.flat[0]))
+assert "halved" in cubes["e"]["estimator"].values  # the script's own estimator ran too
+print("ALL-OK", sum(_ds["status"].size for _ds in cubes.values()))
+"""
+
+
+def _env(**extra) -> dict:
+    return {**os.environ, "MPLBACKEND": "Agg", **extra}
+
+
+# ------------------------------------------------------------------ the README's example as a script
+@pytest.mark.parametrize("workers", [pytest.param(1, marks=pytest.mark.slow), 2])
+def test_the_readme_api_example_runs_as_a_script_without_a_main_guard(tmp_path, workers):
+    code = readme_api_block()
+    assert "workers=2" in code and "plugins=[mine]" in code and "__main__" not in code
+    script = tmp_path / "example.py"
+    script.write_text(code.replace("workers=2", f"workers={workers}") + CHECK_ALL_OK)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(), capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ALL-OK 27" in proc.stdout, proc.stdout  # 3 sizes x 3 budgets x (2 built-ins + the script's own)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_the_readme_api_example_runs_in_a_jupyter_kernel(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(readme_api_block()), nbformat.v4.new_code_cell(CHECK_ALL_OK)]
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    out = "".join(o.get("text", "") for o in nb.cells[1].outputs)
+    assert "ALL-OK" in out, nb.cells[1].outputs
+
+
+# ------------------------------------------------------------------ warm workers
+TWICE = """
+import os, types, numpy as np, cmbench
+
+def pid_mean(X, *, rng):
+    with open({log!r}, "a") as f:
+        f.write(f"{{os.getpid()}}\\n")
+    return np.nanmean(X, axis=0)
+
+mine = types.SimpleNamespace(register_estimators=lambda: [cmbench.Estimator("pid-mean", pid_mean)])
+suite = {{"name": "twice", "seed": 1, "experiment": [{{
+    "name": "e", "datasets": [{{"name": "synthetic-gaussian", "N": [60, 80]}}], "instances": 2,
+    "adversaries": ["hide-smallest"], "budgets": [0.0, 0.1], "recoverers": ["none"],
+    "estimators": ["mean"]}}]}}
+print(os.getpid())
+for run in range(2):
+    cmbench.run_suite(suite, out="out", workers=2, plugins=[mine], resume=False)
+    with open({log!r}, "a") as f:
+        f.write("--\\n")
+"""
+
+
+def test_a_second_run_suite_in_one_process_starts_no_new_workers(tmp_path):
+    log = tmp_path / "pids.log"
+    script = tmp_path / "twice.py"
+    script.write_text(TWICE.format(log=str(log)))
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(), capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, second, _ = log.read_text().split("--\n")
+    first, second = set(first.split()), set(second.split())
+    assert len(second) >= 1 and proc.stdout.split()[0] not in first | second  # computed in workers
+    assert second <= first, f"the second run started workers {second - first}"
+
+
+# ------------------------------------------------------------------ environment and parents
+def _env_of_worker(_):
+    return {k: os.environ.get(k) for k in pools.WORKER_ENV}, os.environ.get("PYTHONSAFEPATH")
+
+
+def test_workers_run_one_blas_thread_and_leave_this_process_environment_alone():
+    before = dict(os.environ)
+    executor = pools.private(1)
+    try:
+        env, safepath = executor.submit(_env_of_worker, None).result()
+    finally:
+        pools.stop(executor)
+    assert env == pools.WORKER_ENV
+    assert safepath == os.environ.get("PYTHONSAFEPATH")  # the parent's, not the one it started with
+    assert dict(os.environ) == before
+
+
+def test_a_workers_death_is_told_with_its_signal():
+    executor = pools.private(1)
+    try:
+        with pytest.raises(Exception) as info:
+            executor.submit(_kill_self, signal.SIGKILL).result()
+    finally:
+        pools.stop(executor)
+    assert pools.death(info.value) == "killed by signal SIGKILL (out of memory?)"
+
+
+def _kill_self(sig):
+    os.kill(os.getpid(), sig)
+    time.sleep(5)
+
+
+def test_a_call_slot_is_read_back_after_its_writer_is_gone():
+    slot = pools.Slot()
+    try:
+        other = pools.Slot(slot.path)
+        other.value = "estimate() of plugin.py".encode()
+        other.close()
+        assert slot.value == b"estimate() of plugin.py"
+        slot.value = b"x" * 5000
+        assert len(slot.value) == pools.Slot.SIZE - 1
+    finally:
+        slot.close()
+    assert not os.path.exists(slot.path)
+
+
+@pytest.mark.skipif(not LINUX, reason="reads /proc")
+def test_a_pool_worker_ends_within_seconds_of_a_sigkilled_parent(tmp_path):
+    # the parent: a script without a main guard, one busy worker, killed while it waits
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent("""
+        import os, time
+        from cmbench import pools
+
+        def busy(_):
+            print(os.getpid(), flush=True)
+            time.sleep(120)
+
+        pools.shared(1).submit(busy, None)
+        time.sleep(120)
+    """))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        worker = int(proc.stdout.readline())
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not survivors([worker], within=10), f"worker {worker} outlived its killed parent"
+
+
+# ------------------------------------------------------------------ a plugin's non-daemon thread
+THREADER = """
+import threading, time
+import numpy as np, cmbench
+
+def threaded_mean(X, *, rng):
+    threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: would hold the exit
+    return np.nanmean(X, 0)
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator("threaded-mean", threaded_mean)]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_non_daemon_thread_of_a_plugin_does_not_hold_cmbench_at_exit(tmp_path, workers):
+    write(tmp_path / "threader.py", THREADER)
+    path = write(tmp_path / "t.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["threader.py"]')
+                 .replace('"cmedian"]', '"threaded-mean"]'))
+    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(tmp_path / "out"),
+                           "--no-report", "--workers", workers], capture_output=True, text=True,
+                          env=_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "out" / "r" / "e.nc").is_file()
+
+
+# ------------------------------------------------------------------ kill cmbench in every phase
+LOOPER = """
+import os, time
+import numpy as np, cmbench
+
+def spin():
+    while True:  # pure Python: a loop that never gives up
+        pass
+
+if os.environ.get("LOOP_PHASE") == "import":
+    spin()
+
+def looping_mean(X, *, rng):
+    if os.environ.get("LOOP_PHASE") == "sweep":
+        spin()
+    return np.nanmean(X, 0)
+
+@cmbench.hookimpl
+def register_estimators():
+    if os.environ.get("LOOP_PHASE") == "register":
+        spin()
+    return [cmbench.Estimator("looping-mean", looping_mean)]
+"""
+
+
+def _marked(marker: str) -> list[int]:
+    """Every process whose environment holds ``marker``: the run's processes, whatever their parent."""
+    found = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if marker.encode() in env.read_bytes():
+                found.append(int(env.parent.name))
+        except OSError:
+            continue
+    return [p for p in found if alive(p)]
+
+
+def _cmbench_children(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return kids
+
+
+# every phase and signal; two of them in the default selection, the rest with -m slow
+KILLS = [pytest.param(phase, sig, marks=() if (phase, sig) in {("import", signal.SIGTERM), ("sweep", signal.SIGKILL)}
+                      else pytest.mark.slow)
+         for phase in ("import", "register", "sweep", "report") for sig in (signal.SIGTERM, signal.SIGKILL)]
+
+
+@needs_proc
+@pytest.mark.parametrize(("phase", "sig"), [*KILLS, pytest.param("import", signal.SIGINT, marks=pytest.mark.slow)],
+                         ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
+def test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run(tmp_path, phase, sig):
+    marker = f"CMBENCH_TEST_RUN_{uuid.uuid4().hex}"
+    write(tmp_path / "looper.py", LOOPER)
+    path = write(tmp_path / "l.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["looper.py"]')
+                 .replace('"cmedian"]', '"looping-mean"]').replace("instances = 1", "instances = 4"))
+    env = _env(LOOP_PHASE=phase, **{marker: "1"})
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(out),
+                             "--workers", "2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        # wait until the phase runs in a child of cmbench (or, for the report, the cube is written)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if phase == "report":
+                if (out / "r" / "e.nc").exists():
+                    break
+            elif _cmbench_children(proc.pid) and time.monotonic() > deadline - 115:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        assert len(_marked(marker)) >= 2  # cmbench and at least one child of the phase
+        proc.send_signal(sig)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left = survivors(_marked(marker), within=10)
+    assert not left, f"processes {left} of the killed run are still running"
+    if sig == signal.SIGINT:  # Ctrl-C: a clean stop, said in a line
+        stderr = proc.stderr.read().decode()
+        assert code != 0 and "Traceback" not in stderr, stderr[-2000:]
+
+
+# ------------------------------------------------------------------ a plugin that signals its parent
+PARENT_KILLER = """
+import os, signal, numpy as np, cmbench
+SIG = getattr(signal, os.environ["KILL_SIG"])
+if os.environ["KILL_WHEN"] == "import":
+    os.kill(os.getppid(), SIG)
+
+def parent_killer(X, *, rng):
+    if os.environ["KILL_WHEN"] == "sweep":
+        os.kill(os.getppid(), SIG)
+    return np.nanmean(X, 0)
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator("parent-killer", parent_killer)]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("when", ["import", "sweep"])
+def test_a_plugin_that_signals_cmbench_gets_one_line_not_a_traceback(tmp_path, when, sig):
+    write(tmp_path / "pk.py", PARENT_KILLER)
+    path = write(tmp_path / "k.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["pk.py"]')
+                 .replace('"cmedian"]', '"parent-killer"]'))
+    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(tmp_path / "out"),
+                           "--no-report", "--workers", "2"], capture_output=True, text=True,
+                          env=_env(KILL_WHEN=when, KILL_SIG=sig), timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode in (2, 130), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("cmbench: "), proc.stderr
+    assert "Aborted" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ progress inside a unit
+SLOW_CELLS = """
+import time, numpy as np, cmbench
+
+def slow_cell(X, *, rng):
+    time.sleep(0.6)
+    return np.nanmean(X, 0)
+
+@cmbench.hookimpl
+def register_estimators():
+    return [cmbench.Estimator(f"slow-cell-{i}", slow_cell) for i in range(4)]
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_progress_bar_moves_inside_a_unit(tmp_path, workers):
+    write(tmp_path / "slowcells.py", SLOW_CELLS)
+    path = write(tmp_path / "p.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["slowcells.py"]')
+                 .replace('recoverers = ["none", "exact"]', 'recoverers = ["none"]')
+                 .replace('estimators = ["mean", "cmedian"]',
+                          'estimators = ["slow-cell-0", "slow-cell-1", "slow-cell-2", "slow-cell-3"]'))
+    proc = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(tmp_path / "out"),
+                           "--no-report", "--workers", workers, "--progress"], capture_output=True, text=True,
+                          env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shown = re.findall(r"\| *(\d+(?:\.\d)?)/2 ", proc.stderr)
+    # before the first unit (2.4 s of estimates) finishes, the bar shows a part of it
+    assert any(0 < float(n) < 1 for n in shown), shown
