@@ -390,8 +390,12 @@ def que(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: float = 0
     their order is used). The original overflows when J is large (about
     4 lambda rounds, each multiplying the top direction by q(1) ~ 1.7): on
     far outliers (A&P's ``obvious``) every score becomes NaN and it prunes
-    an arbitrary subset, in minutes. Here the scores are finite and equal
-    to the original's (up to the common factor) wherever those are finite.
+    an arbitrary subset, in minutes. Measured on their ``obvious`` input
+    (n = 500, d = 100, seed 0): all its scores NaN in each of its five
+    rounds, its estimate 13.4 from the inliers' mean (the sample mean's
+    10.3); here 0.12, in 0.02 s of CPU. Here the scores are finite and
+    equal to the original's (up to the common factor) wherever those are
+    finite: on every fixture input but ``obvious`` the estimates are identical.
     ``"exact"`` likewise cannot overflow (the original's asserts instead).
 
     Parameters
