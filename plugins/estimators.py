@@ -213,9 +213,12 @@ def coordinate_median(X: np.ndarray, *, rng: np.random.Generator | None = None) 
     return _finite(out, "cmedian")
 
 
+TRIM_CUTS = ("symmetric", "floor-ceil")
+
+
 @_contract_doc(**_COORDINATE_WISE)
 def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
-                 proportion: float = 0.1) -> np.ndarray:
+                 proportion: float = 0.1, cut: str = "symmetric") -> np.ndarray:
     """Coordinate-wise trimmed mean: per column, cut ``floor(proportion * k)``
     values from each end of its ``k`` visible entries and average the rest
     (the convention of ``scipy.stats.trim_mean``), NaN ignored per column.
@@ -223,23 +226,34 @@ def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     Vectorized: one sort of all columns, then a masked sum over each column's
     kept rank window.
 
+    ``cut = "floor-ceil"`` is Anderson & Phillips' ``coord_trimmed_mean``
+    (with ``proportion`` their tau): ``floor(proportion * k)`` values cut at
+    the bottom and ``ceil(proportion * k)`` at the top, one more at the top
+    when ``proportion * k`` is not an integer.
+
     Parameters
     ----------
     proportion : fraction cut from each end, in [0, 0.5).
+    cut : ``"symmetric"`` (floor at both ends) or ``"floor-ceil"``.
     """
     if not 0.0 <= proportion < 0.5:
         raise ValueError(f"trimmed-mean: proportion must be in [0, 0.5), got {proportion}")
+    if cut not in TRIM_CUTS:
+        raise ValueError(f"trimmed-mean: cut must be one of {TRIM_CUTS}, got {cut!r}")
     X = _matrix(X)
     _, counts = _visible_counts(X, "trimmed-mean")
-    cut = np.floor(proportion * counts).astype(np.int64)
+    low = np.floor(proportion * counts).astype(np.int64)
+    high = np.ceil(proportion * counts).astype(np.int64) if cut == "floor-ceil" else low
+    kept = counts - low - high
+    if (kept < 1).any():  # floor-ceil with k * proportion < 1 < k: one value, cut at the top
+        raise cmbench.Undefined(f"trimmed-mean: column(s) {np.flatnonzero(kept < 1)[:10].tolist()} keep no value")
     total = np.empty(X.shape[1])
     for sl in _column_blocks(*X.shape):  # one block's sort in memory at a time
         S = _sorted_columns(X[:, sl])
         rank = np.arange(X.shape[0])[:, None]
-        keep = (rank >= cut[sl]) & (rank < counts[sl] - cut[sl])  # NaN sit at ranks >= counts
-        # cut <= proportion * k < k / 2, so every column keeps at least one value.
+        keep = (rank >= low[sl]) & (rank < counts[sl] - high[sl])  # NaN sit at ranks >= counts
         total[sl] = np.where(keep, S, 0.0).sum(axis=0)
-    return _finite(total / (counts - 2 * cut), "trimmed-mean")
+    return _finite(total / kept, "trimmed-mean")
 
 
 # -------------------------------------------------------- multivariate ones
@@ -832,7 +846,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
 @cmbench.hookimpl
 def register_estimators():
-    from . import sample_estimators  # it imports this module's helpers
+    from . import ap25_estimators, sample_estimators  # they import this module's helpers
     return [
         cmbench.Estimator("mean", empirical_mean, params={},
                           description="Empirical Mean: per-coordinate mean of the visible entries"),
@@ -841,6 +855,7 @@ def register_estimators():
         cmbench.Estimator("cmedian", coordinate_median, params={},
                           description="C-Median: per-coordinate median of the visible entries"),
         cmbench.Estimator("trimmed-mean", trimmed_mean, ranges={"proportion": (0.0, 0.5, "[)")},
+                          choices={"cut": TRIM_CUTS},
                           description="Per-coordinate mean after cutting a proportion from each end"),
         cmbench.Estimator("geometric-median", geometric_median,
                           params={"tol": 1e-7, "max_iter": 500, "start": "cmedian"},
@@ -855,4 +870,5 @@ def register_estimators():
                           choices={"rule": FILTER_RULES, "whiten": (True, False)},
                           description="Iterative spectral filter (Diakonikolas et al.) on robustly whitened rows"),
         *sample_estimators.declarations(),
+        *ap25_estimators.declarations(),
     ]

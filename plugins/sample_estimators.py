@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import ndtri
 
 import cmbench
 
@@ -27,6 +28,10 @@ from .estimators import (_block_rows, _by_columns, _complete_rows, _contract_doc
 
 RANSAC_COUNTS = ("reference", "intended")
 MOM_MEDIANS = ("geometric", "coordinate")
+MOM_SPLITS = ("shuffle", "contiguous")
+LRV_VARIANTS = ("general", "damped")
+# Phi^-1(0.6) - Phi^-1(0.4): the width of a standard normal's middle 20%
+_MIDDLE_20 = 2.0 * float(ndtri(0.6))
 
 
 def _check_eps(name: str, eps: float) -> float:
@@ -198,9 +203,38 @@ def _lrv(Y: np.ndarray, eta: float) -> np.ndarray:
     return est
 
 
+def _damping_weights(Y: np.ndarray, C: float) -> np.ndarray:
+    """Anderson & Phillips' Gaussian outlier damping: ``w_i = max(exp(-||x_i -
+    med||^2 / (C s2)), 1e-10)`` with med the coordinate-wise median and
+    ``s2 = sum_j ((q_0.6 - q_0.4)(x_.j - med_j) / (Phi^-1(0.6) - Phi^-1(0.4)))^2``
+    the robust trace (numpy's linear quantiles of each centred column)."""
+    med = np.median(Y, axis=0)
+    Z = Y - med
+    q = np.quantile(Z, [0.4, 0.6], axis=0)
+    s2 = sum((((q[1] - q[0]) / _MIDDLE_20) ** 2).tolist())  # in column order, as their loop adds
+    T = np.einsum("ij,ij->i", Z, Z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.exp(-T / (C * s2))
+    return np.maximum(np.nan_to_num(w, nan=1.0), 1e-10)  # s2 = 0 and T = 0: 0/0, weight 1
+
+
+def _lrv_damped(Y: np.ndarray, C: float) -> np.ndarray:
+    """The recursion of Anderson & Phillips' ``lrv`` (`lrv_mean`, ``variant = "damped"``)."""
+    n, d = Y.shape
+    if d <= 2:
+        return np.median(Y, axis=0)
+    w = _damping_weights(Y, C)
+    wY = (w @ Y) / n  # their mu_hat: divided by n, not by sum(w)
+    B = (Y - wY) * np.sqrt(w)[:, None]
+    lam, V = np.linalg.eigh(B.T @ B / n)  # ascending
+    h = d // 2
+    low, high = V[:, :h], V[:, h:]
+    return (wY @ low) @ low.T + _lrv_damped(Y @ high, C) @ high.T
+
+
 @_contract_doc(**_COMPLETE_ROWS)
 def lrv_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
-             eps: float = 0.1) -> np.ndarray:
+             eps: float = 0.1, variant: str = "general", C: float = 1.0) -> np.ndarray:
     """LRV: the agnostic mean estimator of Lai, Rao, Vempala (2016), in the
     "General" variant of its reference code (``agnosticMeanGeneral.m``).
 
@@ -213,21 +247,56 @@ def lrv_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     one dimension: the mean of the shortest window of ``floor(m (1-eps)^2)``
     sorted values. Cost O(N n^2) per level, log2(n) levels.
 
+    ``variant = "damped"`` is the LRV Anderson & Phillips run (their
+    ``lrv(data, C=1, trace_est_option="robust")``, after the Gaussian
+    variant of the reference code), which ignores ``eps``: in dimension
+    d <= 2 return the coordinate-wise median; else weight each row by
+    ``w_i = max(exp(-||x_i - med||^2 / (C s2)), 1e-10)`` (med the coordinate-wise
+    median, s2 the robust trace: the sum over coordinates of the squared
+    width of the 40-60% quantiles of the centred column over
+    ``Phi^-1(0.6) - Phi^-1(0.4)``); with ``m = sum_i w_i x_i / N`` (divided by
+    N, not by the weights' sum, as their code) take
+    ``S = sum_i w_i (x_i - m)(x_i - m)^T / N``; on the span P of its
+    ``floor(d/2)`` smallest eigenvectors the estimate is ``P m``; on the span
+    of the others, recurse on all rows projected there. Their code takes the
+    eigenvectors from the general ``eig`` and floors the eigenvalues at 1e-10
+    before ordering them; here the symmetric solver: the same subspaces to
+    rounding (the floor only reorders eigenvalues already below 1e-10, all in
+    the lower half unless more than half are).
+
     Parameters
     ----------
     eps : the contamination level (the reference's eta), in (0, 0.5).
+    variant : ``"general"`` (the reference code's General) or ``"damped"`` (A&P's).
+    C : the damping's scale (``"damped"``; A&P: 1).
     """
     eps = _check_eps("lrv", eps)
+    if variant not in LRV_VARIANTS:
+        raise ValueError(f"lrv: variant must be one of {LRV_VARIANTS}, got {variant!r}")
+    if not float(C) > 0.0:
+        raise ValueError(f"lrv: C must be > 0, got {C}")
     Y, scale = _unit_scale(_complete_rows(X, "lrv"))  # entries near 1e300 would overflow the covariance
+    if variant == "damped":
+        return _finite(_lrv_damped(Y, float(C)) * scale, "lrv")
     return _finite(_lrv(Y, eps) * scale, "lrv")
 
 
 # --------------------------------------------------------- median of means
 
 
-@_contract_doc(**_COMPLETE_ROWS, rng="Shuffles the rows into blocks.")
+def _contiguous_block_means(Y: np.ndarray, k: int) -> np.ndarray:
+    """Means of ``k`` contiguous blocks of ``floor(N/k)`` rows in the given
+    order (k at most N; the last ``N mod k`` rows left out), (k, n)."""
+    N, n = Y.shape
+    k = min(int(k), N)
+    size = N // k
+    return Y[:k * size].reshape(k, size, n).mean(axis=1)
+
+
+@_contract_doc(**_COMPLETE_ROWS, rng="Shuffles the rows into blocks (``split = \"shuffle\"``); else unused.")
 def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
-                    blocks: int = 0, eps: float = 0.1, median: str = "geometric") -> np.ndarray:
+                    blocks: int = 0, eps: float = 0.1, median: str = "geometric",
+                    split: str = "shuffle") -> np.ndarray:
     """Median of means: split the rows at random into ``blocks`` blocks of
     nearly equal size, average each, and take the median of the block means:
     their geometric median (Minsker 2015; Weiszfeld as `geometric-median`) or
@@ -236,19 +305,33 @@ def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
     ``blocks = 0`` takes ``2 floor(eps N) + 1`` blocks (at most N): the fewest
     for which the corrupted rows, however placed, spoil fewer than half of them.
 
+    ``split = "contiguous"`` is Anderson & Phillips' split (their
+    ``median_of_means(data, 10)`` is ``blocks = 10, median = "coordinate",
+    split = "contiguous"``): blocks of ``floor(N / blocks)`` consecutive rows
+    in the given order, the last ``N mod blocks`` rows left out. Rows
+    corrupted at the end then fall in the last block(s) only.
+
     Parameters
     ----------
     blocks : number of blocks (0: from eps).
     eps : the contamination level used when ``blocks = 0``, in (0, 0.5).
     median : ``"geometric"`` or ``"coordinate"``.
+    split : ``"shuffle"`` (random blocks) or ``"contiguous"`` (given order).
     """
     eps = _check_eps("median-of-means", eps)
     if median not in MOM_MEDIANS:
         raise ValueError(f"median-of-means: median must be one of {MOM_MEDIANS}, got {median!r}")
+    if split not in MOM_SPLITS:
+        raise ValueError(f"median-of-means: split must be one of {MOM_SPLITS}, got {split!r}")
     Y, scale = _unit_scale(_complete_rows(X, "median-of-means"))  # block sums of ~1e300 would overflow
     N = Y.shape[0]
     k = int(blocks) if int(blocks) > 0 else 2 * math.floor(eps * N) + 1
     k = min(k, N)
+    if split == "contiguous":
+        means = _contiguous_block_means(Y, k)
+        if median == "coordinate":
+            return _finite(np.median(means, axis=0) * scale, "median-of-means")
+        return _finite(geometric_median(means) * scale, "median-of-means")
     order = np.random.default_rng(rng).permutation(N)
     edges = np.linspace(0, N, k + 1).round().astype(np.int64)
     # The block sums, gathering a run of whole blocks (about a row block) at a
@@ -279,9 +362,9 @@ def declarations() -> list:
         E("ransac", ransac_mean, choices={"count": RANSAC_COUNTS},
           ranges={**eps, "tau": (0.0, 1.0, "()"), "iterations": (0, None)},
           description="RANSAC (DKK17): best of 100 random subset means by inlier count"),
-        E("lrv", lrv_mean, ranges=eps,
+        E("lrv", lrv_mean, ranges={**eps, "C": (0.0, None, "()")}, choices={"variant": LRV_VARIANTS},
           description="Agnostic mean of Lai, Rao, Vempala (General variant): ball trim and recursive halving"),
-        E("median-of-means", median_of_means, choices={"median": MOM_MEDIANS},
+        E("median-of-means", median_of_means, choices={"median": MOM_MEDIANS, "split": MOM_SPLITS},
           ranges={**eps, "blocks": (0, None)},
           description="Median (geometric or coordinate-wise) of the means of random blocks"),
     ]

@@ -98,7 +98,7 @@ def test_plugins_params_lists_each_components_parameters():
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0].split()[:4] == ["kind", "name", "plugin", "parameters"]
     row = next(line for line in result.output.splitlines() if line.split()[:2] == ["estimator", "trimmed-mean"])
-    assert row.endswith("proportion=0.1")
+    assert row.endswith("proportion=0.1 cut='symmetric'")
 
 
 def test_describe_params_and_ranges():
@@ -107,7 +107,9 @@ def test_describe_params_and_ranges():
     assert format_range((0, None)) == "[0, inf)"
     decl = load_plugins().estimators["trimmed-mean"]
     assert describe_params(decl) == [{"name": "proportion", "default": "0.1", "choices": "",
-                                      "range": "[0, 0.5)"}]
+                                      "range": "[0, 0.5)"},
+                                     {"name": "cut", "default": "'symmetric'",
+                                      "choices": "'symmetric', 'floor-ceil'", "range": ""}]
     assert [k for k, _ in find_components(load_plugins(), "l2")] == ["metrics"]
 
 
