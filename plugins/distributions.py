@@ -110,13 +110,15 @@ _SIZE = {"N": (2, None), "d": (1, None)}
 
 FAMILIES = (
     cmbench.Dataset("student-t", load_student_t, shape=family_size,
-                    ranges={**_SIZE, "df": (2.0, None, "()"), "scale": (0.0, None, "()")},
+                    ranges={**_SIZE, "df": (2.0, None, "()"), "scale": (0.0, None, "()"), "mean": (None, None)},
                     description="multivariate Student t(df) around mean (df > 2; covariance df/(df-2) scale^2 I)"),
-    cmbench.Dataset("laplace", load_laplace, shape=family_size, ranges={**_SIZE, "scale": (0.0, None, "()")},
+    cmbench.Dataset("laplace", load_laplace, shape=family_size,
+                    ranges={**_SIZE, "scale": (0.0, None, "()"), "mean": (None, None)},
                     description="independent Laplace coordinates (location mean, scale b; covariance 2 b^2 I)"),
     cmbench.Dataset("poisson", load_poisson, shape=family_size, ranges={**_SIZE, "lam": (0.0, None, "()")},
                     description="independent Poisson(lam) coordinates (mean and variance lam)"),
-    cmbench.Dataset("gaussian-mixture", load_gaussian_mixture, shape=family_size, ranges=_SIZE,
+    cmbench.Dataset("gaussian-mixture", load_gaussian_mixture, shape=family_size,
+                    ranges={**_SIZE, "offset": (None, None)},
                     description="three equally likely N(0, I), N(offset 1, I), N(-offset 1, I) (mean 0)"),
 )
 

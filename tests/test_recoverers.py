@@ -95,7 +95,7 @@ def test_declarations_fit_the_contract():
     assert set(decls) == {"none", "exact", "ithsvd", "randomized", "basis-pursuit", "omp"}
     assert decls["ithsvd"].params == {"tol": 1e-6, "max_iter": 100, "svd": "exact", "init": "median",
                                       "limit_jumps": False}
-    assert decls["none"].modes == ("missing", "replace") and not decls["none"].needs_structure
+    assert decls["none"].modes == ("missing", "replace", "delete") and not decls["none"].needs_structure
     assert decls["exact"].modes == ("missing",) and decls["exact"].needs_structure
     assert decls["ithsvd"].modes == ("missing",) and not decls["ithsvd"].needs_structure
     for name in ("randomized", "basis-pursuit", "omp"):
