@@ -12,6 +12,12 @@ from .version import __version__
 from .errors import UserError
 
 
+def _terminated(signum, frame) -> None:
+    from .runner.guard import interrupt  # at the signal, not at every start
+
+    interrupt(signum, frame)
+
+
 class _Group(click.Group):
     """Turn the library's user errors into one line on stderr and exit code 2."""
 
@@ -20,7 +26,7 @@ class _Group(click.Group):
 
         # SIGTERM stops cmbench as Ctrl-C does (workers ended, the run lock released, finished
         # units kept), instead of ending it with nothing cleaned up
-        terminate = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+        terminate = signal.signal(signal.SIGTERM, _terminated)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # outside a sweep (which says what it kept): one line, not "Aborted!"

@@ -488,6 +488,10 @@ def watch_child(target, args: tuple, wait, on_message, setup: tuple | None = Non
     try:
         while not ready.wait(0.05) and not future.done():
             pass
+        if not ready.is_set() and future.done() and future.exception() is None:
+            # the child connected, talked and returned before the accept thread stored its
+            # connection: its messages are waiting there, not lost
+            ready.wait(10)
         conn = box.get("conn")
         if conn is not None:
             while True:

@@ -300,6 +300,34 @@ def test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run(tmp_path, pha
         assert code != 0 and "Traceback" not in stderr, stderr[-2000:]
 
 
+@needs_proc
+def test_sigterm_stops_a_sweep_started_in_the_background_with_sigint_ignored(tmp_path):
+    """A job started with ``&`` by a non-interactive shell (a script, a batch system) ignores
+    SIGINT: SIGTERM must still stop cmbench, its workers with it."""
+    marker = f"CMBENCH_TEST_RUN_{uuid.uuid4().hex}"
+    write(tmp_path / "looper.py", LOOPER)
+    path = write(tmp_path / "l.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["looper.py"]')
+                 .replace('"cmedian"]', '"looping-mean"]').replace("instances = 1", "instances = 4"))
+    proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(tmp_path / "out"),
+                             "--workers", "2"], env=_env(LOOP_PHASE="sweep", **{marker: "1"}),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and len(_marked(marker)) < 2:
+            time.sleep(0.1)
+        time.sleep(2)  # into the sweep: the looping estimator runs in a worker
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code != 0
+    left = survivors(_marked(marker), within=10)
+    assert not left, f"processes {left} of the stopped run are still running"
+
+
 # ------------------------------------------------------------------ a plugin that signals its parent
 PARENT_KILLER = """
 import os, signal, numpy as np, cmbench

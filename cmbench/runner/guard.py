@@ -99,6 +99,17 @@ def _sigint_handler(previous: Any) -> Callable:
     return handler
 
 
+def interrupt(signum=None, frame=None) -> None:
+    """A signal handler that stops cmbench as a Ctrl-C does (``cmbench`` installs it for SIGTERM).
+
+    It raises KeyboardInterrupt itself, marked as a real interrupt, rather than sending
+    SIGINT: a job started in the background by a non-interactive shell (``&``, a batch
+    system) ignores SIGINT, and a SIGTERM passed on as SIGINT would be lost.
+    """
+    _SIGINT_SEEN[0] = True
+    raise KeyboardInterrupt
+
+
 _FN = object()  # `run`'s default ``home``: the called function itself
 
 
