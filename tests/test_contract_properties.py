@@ -216,3 +216,11 @@ def test_estimate_of_a_constant_column_is_that_constant(name, N):
     X[:, 1] = 1.5
     mu = estimate(name, X, seed=0).value
     assert abs(mu[1] - 1.5) <= 1e-9, f"{name}: {mu[1]!r} for a column that is 1.5 everywhere"
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_an_estimator_on_no_rows_is_undefined_not_a_broken_contract(name):
+    """A deleting adversary at budget 1 leaves no row: nothing to estimate from, so Undefined
+    is the contract's answer there, as where entries are missing."""
+    probe = probe_estimator(REGISTRY.estimators[name], np.zeros((0, 3)), 0)
+    assert not probe.problems, probe.problems
