@@ -43,8 +43,8 @@ from .errors import PluginError, describe_error
 from .shipping import ShippedPlugin, ship
 from .version import __version__
 
-BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
-                   "metrics", "ap25_schemes")
+BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "sample_estimators", "ap25_estimators",
+                   "datasets", "distributions", "peers", "worstcase", "metrics", "ap25_schemes")
 #: each kind's declaration class and hook (`cmbench.hookspecs`)
 KINDS = {kind: (cls, f"register_{kind}") for kind, cls in (("adversaries", Adversary), ("recoverers", Recoverer),
          ("estimators", Estimator), ("datasets", Dataset), ("metrics", Metric))}

@@ -11,7 +11,8 @@ fraction the estimator assumes (0 allowed, as in their eta sweep).
 tests/test_ap25_estimators.py checks each against their code's outputs
 (tests/fixtures/ap25/).
 
-Registered by `cmbench.builtins.estimators` beside the other built-ins. Rows
+This built-in plugin registers them itself (`register_estimators`), listed after
+`cmbench.builtins.sample_estimators`. Rows
 holding a NaN are dropped (the complete rows are used); none modifies its input.
 """
 from __future__ import annotations
@@ -25,8 +26,8 @@ from scipy.special import erfc
 
 import cmbench
 
-from .estimators import _COMPLETE_ROWS, _complete_rows, _contract_doc, _finite
-from .sample_estimators import _contiguous_block_means, _sq_dist
+from .estimator_docs import COMPLETE_ROWS, contract_doc
+from .rows import complete_rows, contiguous_block_means, finite, sq_dist
 
 THRESHOLDS = ("low-n", "original")
 EV_THRESHOLDS = (*THRESHOLDS, "original-first")
@@ -96,7 +97,7 @@ def _top_cov_direction(C: np.ndarray) -> tuple[float, np.ndarray]:
 # -------------------------------------------------------------- lee-valiant
 
 
-@_contract_doc(**_COMPLETE_ROWS)
+@contract_doc(**COMPLETE_ROWS)
 def lee_valiant(X: np.ndarray, *, rng: np.random.Generator | None = None,
                 eps: float = 0.1, blocks: int = 10) -> np.ndarray:
     """Lee-Valiant, the simple form A&P run (``lee_valiant_simple`` with
@@ -121,13 +122,13 @@ def lee_valiant(X: np.ndarray, *, rng: np.random.Generator | None = None,
     eps = _check_tau("lee-valiant", eps)
     if int(blocks) < 1:
         raise ValueError(f"lee-valiant: blocks must be >= 1, got {blocks}")
-    Y = _complete_rows(X, "lee-valiant")
+    Y = complete_rows(X, "lee-valiant")
     N = Y.shape[0]
-    pilot = np.median(_contiguous_block_means(Y, int(blocks)), axis=0)
-    dist = np.sqrt(_sq_dist(Y, pilot))
+    pilot = np.median(contiguous_block_means(Y, int(blocks)), axis=0)
+    dist = np.sqrt(sq_dist(Y, pilot))
     s = math.ceil((1.0 - eps) * N)
     keep = np.arange(N) if s >= N else np.argpartition(dist, s - 1)[:s]
-    return _finite(Y[keep].mean(axis=0), "lee-valiant")
+    return finite(Y[keep].mean(axis=0), "lee-valiant")
 
 
 # --------------------------------------------------------------- ev-pruning
@@ -171,7 +172,7 @@ def _ev_pruning(Y: np.ndarray, tau: float, gamma: float, t: float, threshold: st
         level += 1
 
 
-@_contract_doc(**_COMPLETE_ROWS, rng="Draws the random rule's thresholds (``pruning = \"random\"``); else unused.")
+@contract_doc(**COMPLETE_ROWS, rng="Draws the random rule's thresholds (``pruning = \"random\"``); else unused.")
 def ev_pruning(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: float = 0.1,
                gamma: float = 5.0, t: float = 10.0, threshold: str = "low-n", pruning: str = "gaussian",
                trace_scaling: bool = False) -> np.ndarray:
@@ -229,14 +230,14 @@ def ev_pruning(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: fl
     if threshold != "low-n":
         _original_threshold("ev-pruning", tau)
         threshold, first = "original", ("low-n" if threshold == "original-first" else None)
-    Y = _complete_rows(X, "ev-pruning")
+    Y = complete_rows(X, "ev-pruning")
     gen = np.random.default_rng(rng) if pruning == "random" else None
     uniform = (lambda: float(gen.uniform())) if gen is not None else None
 
     def run(Z):
         return _ev_pruning(Z, tau, float(gamma), float(t), threshold, pruning, uniform, first)
 
-    return _finite(_trace_scaled(run, Y) if trace_scaling else run(Y), "ev-pruning")
+    return finite(_trace_scaled(run, Y) if trace_scaling else run(Y), "ev-pruning")
 
 
 # ---------------------------------------------------------------------- que
@@ -349,7 +350,7 @@ def _que(Y: np.ndarray, tau: float, alpha: float, t: float, early_halt: bool, th
     return Y.mean(axis=0)
 
 
-@_contract_doc(**_COMPLETE_ROWS, rng="Draws the power method's starts and the sketch's signs.")
+@contract_doc(**COMPLETE_ROWS, rng="Draws the power method's starts and the sketch's signs.")
 def que(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: float = 0.1, alpha: float = 4.0,
         t: float = 10.0, early_halt: bool = True, threshold: str = "low-n", scores: str = "sketch",
         trace_scaling: bool = False) -> np.ndarray:
@@ -415,14 +416,14 @@ def que(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: float = 0
         _original_threshold("que", tau)
     if not float(alpha) >= 0.0:
         raise ValueError(f"que: alpha must be >= 0, got {alpha}")
-    Y = _complete_rows(X, "que")
+    Y = complete_rows(X, "que")
     gen = np.random.default_rng(rng)
 
     def run(Z):
         return _que(Z, tau, float(alpha), float(t), bool(early_halt), threshold, scores,
                     gen.standard_normal, lambda m: gen.integers(0, 2, m) * 2.0 - 1.0)
 
-    return _finite(_trace_scaled(run, Y) if trace_scaling else run(Y), "que")
+    return finite(_trace_scaled(run, Y) if trace_scaling else run(Y), "que")
 
 
 # ---------------------------------------------------------------------- pgd
@@ -450,7 +451,7 @@ def _weighted_top(Y: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
     return _top_eigenpair(S)
 
 
-@_contract_doc(**_COMPLETE_ROWS)
+@contract_doc(**COMPLETE_ROWS)
 def pgd(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: float = 0.1,
         iterations: int = 15) -> np.ndarray:
     """Projected gradient descent (Cheng, Diakonikolas, Ge, Soltanolkotabi
@@ -481,7 +482,7 @@ def pgd(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: float = 0
     tau = _check_tau("pgd", eps)
     if int(iterations) < 0:
         raise ValueError(f"pgd: iterations must be >= 0, got {iterations}")
-    Y = _complete_rows(X, "pgd")
+    Y = complete_rows(X, "pgd")
     N = Y.shape[0]
     cap = 1.0 / (N - round(tau * N))
     step = 1.0 / N
@@ -500,11 +501,12 @@ def pgd(X: np.ndarray, *, rng: np.random.Generator | None = None, eps: float = 0
             w, lam, u = cand, lam_c, u_c
         else:
             step /= 4
-    return _finite(Y.T @ w, "pgd")
+    return finite(Y.T @ w, "pgd")
 
 
-def declarations() -> list:
-    """The declarations, registered by `cmbench.builtins.estimators`."""
+@cmbench.hookimpl
+def register_estimators() -> list:
+    """This module's estimators, after those of `cmbench.builtins.estimators`."""
     E = cmbench.Estimator
     tau = {"eps": (0.0, 0.5, "[)")}
     return [

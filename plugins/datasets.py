@@ -42,6 +42,8 @@ import cmbench
 from cmbench import data as cmdata
 from cmbench.data import DataError
 
+from .sample_sizes import sample_size
+
 if TYPE_CHECKING:  # pandas is imported only where a table is parsed: loading the plugins stays fast
     import pandas as pd
 
@@ -875,21 +877,7 @@ def gaussian_size(d: int = 10, N: Optional[int] = None, samples_per_dim: Optiona
     It is the data set's ``shape``, so that a run describes it without drawing it
     (``mean`` and ``sd`` come along and do not change the size).
     """
-    name = "gaussian"
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise DataError(f"data set {name}: d = {d!r} must be a positive integer")
-    if N is not None:
-        if isinstance(N, bool) or not isinstance(N, (int, np.integer)):
-            raise DataError(f"data set {name}: N = {N!r} must be an integer")
-        rows = int(N)
-    else:
-        per = 100 if samples_per_dim is None else samples_per_dim
-        if isinstance(per, bool) or not isinstance(per, (int, float, np.number)) or not per > 0:
-            raise DataError(f"data set {name}: samples_per_dim = {per!r} must be a positive number")
-        rows = int(np.floor(per * d))
-    if rows < 2:  # fewer rows than dimensions is allowed: the low-data regime (n < d) is a study of its own
-        raise DataError(f"data set {name}: N = {rows} rows; need N >= 2")
-    return rows, int(d)
+    return sample_size("gaussian", d, N, samples_per_dim)
 
 
 def variance_vector(name: str, variances, d: int) -> np.ndarray:
@@ -989,6 +977,4 @@ REAL = (LEAF, BREAST_CANCER, BLOOD_TRANSFUSION, WEARABLE_SENSOR, MICE_PROTEIN)
 
 @cmbench.hookimpl
 def register_datasets():
-    from .distributions import FAMILIES  # it imports this module's helpers
-
-    return [*SYNTHETIC, *REAL, CSV, GAUSSIAN, *FAMILIES]
+    return [*SYNTHETIC, *REAL, CSV, GAUSSIAN]

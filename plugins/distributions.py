@@ -7,7 +7,8 @@ parametrisation as defaults (true mean 5 in every coordinate, unit scale; the
 mixture centred at 0). Each draws N i.i.d. rows in d dimensions from ``rng`` and
 returns the distribution's own mean and covariance as the truth, so that an
 adversary that needs them (``needs_truth``) and the Mahalanobis metric read the
-analytic values, not sample estimates. `datasets.register_datasets` registers them.
+analytic values, not sample estimates. This built-in plugin registers them itself
+(`register_datasets`), listed after `cmbench.builtins.datasets`.
 """
 from __future__ import annotations
 
@@ -18,21 +19,14 @@ import numpy as np
 import cmbench
 from cmbench.data import DataError
 
-from .datasets import gaussian_size
+from .sample_sizes import sample_size
 
 __all__ = ["load_student_t", "load_laplace", "load_poisson", "load_gaussian_mixture", "FAMILIES"]
 
 
-def _size(name: str, N: Optional[int], d: int) -> tuple[int, int]:
-    try:
-        return gaussian_size(d, N)
-    except DataError as exc:  # its message names "gaussian"
-        raise DataError(str(exc).replace("data set gaussian", f"data set {name}", 1)) from None
-
-
 def family_size(N: Optional[int] = 1000, d: int = 10, **_) -> tuple[int, int]:
     """The (N, d) of a family's parameters, without drawing (the data sets' ``shape``)."""
-    return _size("family", N, d)
+    return sample_size("family", d, N)
 
 
 def _number(name: str, key: str, value, low: float = 0.0) -> float:
@@ -54,7 +48,7 @@ def load_student_t(*, instance, rng, N: int = 1000, d: int = 10, df: float = 3.0
     Anderson and Phillips' ``t_data`` (df = 3, mean 5, scale matrix I). The covariance is
     ``scale^2 df / (df - 2) I_d``, defined for df > 2 (3 I_d at their defaults).
     """
-    N, d = _size("student-t", N, d)
+    N, d = sample_size("student-t", d, N)
     df = _number("student-t", "df", df, 2.0)
     scale = _number("student-t", "scale", scale)
     r = np.random.default_rng(rng)
@@ -72,7 +66,7 @@ def load_laplace(*, instance, rng, N: int = 1000, d: int = 10, mean: float = 5.0
 
     Anderson and Phillips' ``laplace_data`` with their mean 5 and scale 1.
     """
-    N, d = _size("laplace", N, d)
+    N, d = sample_size("laplace", d, N)
     scale = _number("laplace", "scale", scale)
     X = np.random.default_rng(rng).laplace(loc=float(mean), scale=scale, size=(N, d))
     return cmbench.Data(X=X, mean=np.full(d, float(mean)), cov=2.0 * scale ** 2 * np.eye(d), rank=d,
@@ -81,7 +75,7 @@ def load_laplace(*, instance, rng, N: int = 1000, d: int = 10, mean: float = 5.0
 
 def load_poisson(*, instance, rng, N: int = 1000, d: int = 10, lam: float = 5.0) -> cmbench.Data:
     """Independent Poisson(lam) coordinates: mean and variance lam (Anderson and Phillips: lam = 5)."""
-    N, d = _size("poisson", N, d)
+    N, d = sample_size("poisson", d, N)
     lam = _number("poisson", "lam", lam)
     X = np.random.default_rng(rng).poisson(lam=lam, size=(N, d)).astype(np.float64)
     return cmbench.Data(X=X, mean=np.full(d, lam), cov=lam * np.eye(d), rank=d, columns=_columns(d))
@@ -94,7 +88,7 @@ def load_gaussian_mixture(*, instance, rng, N: int = 1000, d: int = 10, offset: 
     Each row picks its component with probability 1/3. The mean is 0; the covariance is
     ``I + (2/3) offset^2 1 1^T`` (within-component I plus the spread of the centres).
     """
-    N, d = _size("gaussian-mixture", N, d)
+    N, d = sample_size("gaussian-mixture", d, N)
     offset = float(offset)
     if not np.isfinite(offset):
         raise DataError(f"data set gaussian-mixture: offset = {offset!r} must be finite")
@@ -122,3 +116,9 @@ FAMILIES = (
                     description="three equally likely N(0, I), N(offset 1, I), N(-offset 1, I) (mean 0)"),
 )
 
+
+
+@cmbench.hookimpl
+def register_datasets() -> list:
+    """The four families, after the data sets of `cmbench.builtins.datasets`."""
+    return list(FAMILIES)

@@ -22,18 +22,15 @@ import numpy as np
 
 import cmbench
 from cmbench.theory import BLOCK_ELEMENTS
+
+from .estimator_docs import COMPLETE_ROWS, COORDINATE_WISE, contract_doc
+from .rows import (as_matrix, by_columns, column_blocks, complete_rows, finite, mean_cov, row_blocks,
+                   spatial_median, subset_mean, unit_scale, GM_STARTS)
+
 _MAD_TO_SD = 1.4826  # MAD of a standard normal is 1 / 1.4826
 
 
 # ----------------------------------------------------------------- helpers
-
-
-def _matrix(X: np.ndarray) -> np.ndarray:
-    """``X`` as a 2-D float64 array (no copy when it already is one)."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (N, n), got shape {X.shape}")
-    return X
 
 
 def _visible_counts(X: np.ndarray, name: str) -> tuple[bool, np.ndarray]:
@@ -41,7 +38,7 @@ def _visible_counts(X: np.ndarray, name: str) -> tuple[bool, np.ndarray]:
     `Undefined` naming the columns with no visible entry. The missing mask is
     formed a row block at a time (an (N, n) bool mask is 1/8 of X)."""
     counts = np.full(X.shape[1], X.shape[0], dtype=np.int64)
-    for sl in _row_blocks(*X.shape):
+    for sl in row_blocks(*X.shape):
         counts -= np.isnan(X[sl]).sum(axis=0)
     missing = bool(counts.sum() < X.size)
     empty = np.flatnonzero(counts == 0)
@@ -51,71 +48,9 @@ def _visible_counts(X: np.ndarray, name: str) -> tuple[bool, np.ndarray]:
     return missing, counts
 
 
-def _complete_rows(X: np.ndarray, name: str) -> np.ndarray:
-    """The rows of ``X`` without a missing entry, (N', n); `Undefined` if N' = 0."""
-    X = _matrix(X)
-    complete = np.empty(X.shape[0], dtype=bool)
-    for sl in _row_blocks(*X.shape):  # no (N, n) mask: a block's at a time
-        complete[sl] = ~np.isnan(X[sl]).any(axis=1)
-    if not complete.any():
-        raise cmbench.Undefined(
-            f"{name}: no complete rows (all {X.shape[0]} rows hold a missing entry)")
-    return X if complete.all() else X[complete]
-
-
-def _finite(mu: np.ndarray, name: str) -> np.ndarray:
-    """``mu`` if every entry is finite, else `Undefined` (e.g. X held inf)."""
-    if not np.all(np.isfinite(mu)):
-        raise cmbench.Undefined(f"{name}: the estimate is not finite (does X hold inf?)")
-    return mu
-
-
-#: the magnitude beyond which (or below whose inverse) the rows are rescaled before sums of
-#: squares: 2**400 is about 1e120, whose square summed over 1e6 rows is still finite
-_HUGE = 2.0 ** 400
-
-
-def _unit_scale(Y: np.ndarray) -> tuple[np.ndarray, float]:
-    """``(Y / s, s)`` with ``s`` a power of two (the division is exact) bringing the largest
-    magnitude near 1 when it is above `_HUGE` or below its inverse, where a covariance would
-    overflow to inf or underflow to 0; else ``(Y, 1.0)`` without a copy. For estimators whose
-    result scales with the data (``mu(Y / s) = mu(Y) / s``): the caller multiplies back by ``s``."""
-    top = 0.0
-    for sl in _row_blocks(*Y.shape):  # no (N, n) temporary
-        if Y[sl].size:
-            top = max(top, float(np.max(np.abs(Y[sl]))))
-    if not math.isfinite(top) or _HUGE ** -1 <= top <= _HUGE or top == 0.0:
-        return Y, 1.0  # inf is the estimator's to refuse (`_finite`)
-    s = math.ldexp(1.0, math.frexp(top)[1])
-    return Y / s, s
-
-
 def _sorted_columns(X: np.ndarray) -> np.ndarray:
     """Each column sorted ascending, NaN last; (N, n)."""
     return np.sort(X, axis=0)
-
-
-def _column_blocks(N: int, n: int):
-    """Slices of the n columns, about ``BLOCK_ELEMENTS / N`` columns each."""
-    width = max(1, BLOCK_ELEMENTS // max(1, N))
-    return [slice(j, min(n, j + width)) for j in range(0, n, width)]
-
-
-def _block_rows(n: int) -> int:
-    """Rows of n columns in one block: about ``BLOCK_ELEMENTS / n``."""
-    return max(1, BLOCK_ELEMENTS // max(1, n))
-
-
-def _row_blocks(N: int, n: int):
-    """Slices of the N rows, `_block_rows` each."""
-    step = _block_rows(n)
-    return [slice(i, min(N, i + step)) for i in range(0, N, step)]
-
-
-def _by_columns(X: np.ndarray, fn) -> np.ndarray:
-    """``fn`` applied to column blocks of X (each a small copy), concatenated: (n,)."""
-    return np.concatenate([np.asarray(fn(X[:, sl]), dtype=np.float64)
-                           for sl in _column_blocks(*X.shape)])
 
 
 def _robust_location_scale(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,8 +59,8 @@ def _robust_location_scale(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     A column with MAD 0 (more than half its values equal) falls back to its
     standard deviation, then to 1, so the scale is always positive.
     """
-    center = _by_columns(Y, lambda B: np.median(B, axis=0))
-    scale = _MAD_TO_SD * _by_columns(
+    center = by_columns(Y, lambda B: np.median(B, axis=0))
+    scale = _MAD_TO_SD * by_columns(
         Y, lambda B: np.median(np.abs(B - np.median(B, axis=0)), axis=0))
     flat = ~(scale > 0)
     if flat.any():
@@ -134,89 +69,56 @@ def _robust_location_scale(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return center, scale
 
 
-# ----------------------------------------------------------------- docstrings
-
-_COORDINATE_WISE = dict(X="Missing entries are NaN; each column uses its visible entries.",
-                        undefined="When a column has no visible entry (the message names its index).")
-_COMPLETE_ROWS = dict(X="Rows holding a NaN are dropped; the complete rows are used.",
-                      undefined="When no row is complete.")
-
-
-def _contract_doc(*, X: str, undefined: str, rng: str = "Unused: the estimate is deterministic."):
-    """Complete an estimator's docstring with the sections every estimator shares.
-
-    ``X`` and ``rng`` are put first in its Parameters section (the function's
-    own docstring lists only its own parameters), and Returns and Raises are
-    appended: written once, here, with what differs between estimators (how
-    NaN entries are used, when the estimate is undefined) passed in.
-    """
-    shared = ("    X : ndarray of shape (N, n)\n        The sample, not modified. " + X + "\n"
-              "    rng : numpy.random.Generator or None\n        " + rng + "\n")
-    tail = ("\n    Returns\n    -------\n    ndarray of shape (n,)\n        The estimate of the mean; finite.\n"
-            "\n    Raises\n    ------\n    cmbench.Undefined\n        " + undefined + "\n    ")
-
-    def document(fn):
-        if fn.__doc__ is None:  # python -OO strips docstrings
-            return fn
-        head = "    Parameters\n    ----------\n"
-        doc = fn.__doc__.rstrip() + "\n"
-        doc = doc.replace(head, head + shared) if head in doc else doc + "\n" + head + shared
-        fn.__doc__ = doc + tail
-        return fn
-
-    return document
-
-
 # ----------------------------------------------------- coordinate-wise ones
 
 
-@_contract_doc(**_COORDINATE_WISE)
+@contract_doc(**COORDINATE_WISE)
 def empirical_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Empirical Mean (the paper's baseline): per coordinate, the mean of the
     visible entries, exactly ``np.nanmean(X, axis=0)``.
     """
-    X = _matrix(X)
+    X = as_matrix(X)
     missing, counts = _visible_counts(X, "mean")
     if not missing:
-        return _finite(X.mean(axis=0), "mean")
-    total = _by_columns(X, lambda B: np.nansum(B, axis=0))  # nanmean's copy, a block at a time
-    return _finite(total / counts, "mean")
+        return finite(X.mean(axis=0), "mean")
+    total = by_columns(X, lambda B: np.nansum(B, axis=0))  # nanmean's copy, a block at a time
+    return finite(total / counts, "mean")
 
 
-@_contract_doc(X=_COMPLETE_ROWS["X"], undefined="When no row is complete (the paper: "
+@contract_doc(X=COMPLETE_ROWS["X"], undefined="When no row is complete (the paper: "
                "\"we do not report results ... because all samples get filtered\").")
 def sanitized_mean(X: np.ndarray, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Data Sanitization (the paper's baseline): drop every row with a missing
     entry, then take the mean of the remaining complete rows.
     """
-    return _finite(_complete_rows(X, "sanitize").mean(axis=0), "sanitize")
+    return finite(complete_rows(X, "sanitize").mean(axis=0), "sanitize")
 
 
-@_contract_doc(**_COORDINATE_WISE)
+@contract_doc(**COORDINATE_WISE)
 def coordinate_median(X: np.ndarray, *, rng: np.random.Generator | None = None) -> np.ndarray:
     """Coordinate-wise Median (the paper's C-Median): per coordinate, the
     median of the visible entries (the mean of the two middle ones for an even
     count), equal to ``np.nanmedian(X, axis=0)``.
     """
-    X = _matrix(X)
+    X = as_matrix(X)
     missing, counts = _visible_counts(X, "cmedian")
     if not missing:  # partition, faster than a sort
-        return _finite(_by_columns(X, lambda B: np.median(B, axis=0)), "cmedian")
+        return finite(by_columns(X, lambda B: np.median(B, axis=0)), "cmedian")
     # One sort per column block (NaN last) instead of nanmedian's loop per column.
     out = np.empty(X.shape[1])
-    for sl in _column_blocks(*X.shape):
+    for sl in column_blocks(*X.shape):
         S = _sorted_columns(X[:, sl])
         c = counts[sl]
         lo = np.take_along_axis(S, ((c - 1) // 2)[None, :], axis=0)[0]
         hi = np.take_along_axis(S, (c // 2)[None, :], axis=0)[0]
         out[sl] = (lo + hi) / 2.0
-    return _finite(out, "cmedian")
+    return finite(out, "cmedian")
 
 
 TRIM_CUTS = ("symmetric", "floor-ceil")
 
 
-@_contract_doc(**_COORDINATE_WISE)
+@contract_doc(**COORDINATE_WISE)
 def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
                  proportion: float = 0.1, cut: str = "symmetric") -> np.ndarray:
     """Coordinate-wise trimmed mean: per column, cut ``floor(proportion * k)``
@@ -240,7 +142,7 @@ def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         raise ValueError(f"trimmed-mean: proportion must be in [0, 0.5), got {proportion}")
     if cut not in TRIM_CUTS:
         raise ValueError(f"trimmed-mean: cut must be one of {TRIM_CUTS}, got {cut!r}")
-    X = _matrix(X)
+    X = as_matrix(X)
     _, counts = _visible_counts(X, "trimmed-mean")
     low = np.floor(proportion * counts).astype(np.int64)
     high = np.ceil(proportion * counts).astype(np.int64) if cut == "floor-ceil" else low
@@ -248,21 +150,20 @@ def trimmed_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     if (kept < 1).any():  # floor-ceil with k * proportion < 1 < k: one value, cut at the top
         raise cmbench.Undefined(f"trimmed-mean: column(s) {np.flatnonzero(kept < 1)[:10].tolist()} keep no value")
     total = np.empty(X.shape[1])
-    for sl in _column_blocks(*X.shape):  # one block's sort in memory at a time
+    for sl in column_blocks(*X.shape):  # one block's sort in memory at a time
         S = _sorted_columns(X[:, sl])
         rank = np.arange(X.shape[0])[:, None]
         keep = (rank >= low[sl]) & (rank < counts[sl] - high[sl])  # NaN sit at ranks >= counts
         total[sl] = np.where(keep, S, 0.0).sum(axis=0)
-    return _finite(total / kept, "trimmed-mean")
+    return finite(total / kept, "trimmed-mean")
 
 
 # -------------------------------------------------------- multivariate ones
 
 
-GM_STARTS = ("cmedian", "mean")
 
 
-@_contract_doc(**_COMPLETE_ROWS)
+@contract_doc(**COMPLETE_ROWS)
 def geometric_median(X: np.ndarray, *, rng: np.random.Generator | None = None,
                      tol: float = 1e-7, max_iter: int = 500, start: str = "cmedian") -> np.ndarray:
     """Geometric (spatial) median of the complete rows, by Weiszfeld's
@@ -287,48 +188,7 @@ def geometric_median(X: np.ndarray, *, rng: np.random.Generator | None = None,
     max_iter : iteration cap, O(N n) each.
     start : ``"cmedian"`` or ``"mean"``.
     """
-    if start not in GM_STARTS:
-        raise ValueError(f"geometric-median: start must be one of {GM_STARTS}, got {start!r}")
-    Y = _complete_rows(X, "geometric-median")
-    y = (_subset_mean(Y, np.arange(Y.shape[0])) if start == "mean"
-         else _by_columns(Y, lambda B: np.median(B, axis=0)))
-    dist = _distances(Y, y)
-    scale = float(np.median(dist)) or float(dist.max())
-    if scale == 0.0:  # every point is the start
-        return _finite(y, "geometric-median")
-    zero_dist = 1e-12 * scale
-    for _ in range(max_iter):
-        dist = _distances(Y, y)
-        at_y = dist <= zero_dist
-        w = np.where(at_y, 0.0, 1.0 / np.where(at_y, 1.0, dist))
-        wsum = w.sum()
-        if wsum == 0.0:
-            break
-        wY = w @ Y
-        T = wY / wsum
-        eta = int(at_y.sum())
-        if eta:
-            r = float(np.linalg.norm(wY - wsum * y))  # = ||w @ (Y - y)||
-            if r <= eta:  # optimality condition at a data point: y is the median
-                break
-            g = eta / r
-            y_new = (1.0 - g) * T + g * y
-        else:
-            y_new = T
-        step = float(np.linalg.norm(y_new - y))
-        y = y_new
-        if step <= tol * scale:
-            break
-    return _finite(y, "geometric-median")
-
-
-def _distances(Y: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``||Y_i - y||`` for every row, (N,), in row chunks (no (N, n) temporary)."""
-    out = np.empty(Y.shape[0])
-    for sl in _row_blocks(*Y.shape):
-        D = Y[sl] - y
-        out[sl] = np.sqrt(np.einsum("ij,ij->i", D, D))
-    return out
+    return spatial_median(X, tol=tol, max_iter=max_iter, start=start)
 
 
 class _Standardized:
@@ -441,7 +301,7 @@ def _deepest(U: np.ndarray, levels: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     return best
 
 
-@_contract_doc(**_COMPLETE_ROWS, rng="Draws the directions (deterministic for a fixed generator state).")
+@contract_doc(**COMPLETE_ROWS, rng="Draws the directions (deterministic for a fixed generator state).")
 def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
                  directions: int = 256, grid: int = 64) -> np.ndarray:
     """Approximate Tukey (halfspace) median of the complete rows.
@@ -487,10 +347,10 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
         beside the n coordinate axes.
     grid : number of coarse depth levels when N K is large.
     """
-    Y = _complete_rows(X, "tukey")
+    Y = complete_rows(X, "tukey")
     N, n = Y.shape
     if N <= 2:
-        return _finite(Y.mean(axis=0), "tukey")
+        return finite(Y.mean(axis=0), "tukey")
     center, scale = _robust_location_scale(Y)
     Z = _Standardized(Y, center, scale)
     K = max(int(directions), n)
@@ -506,7 +366,7 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
     # their centre lies in the data's convex hull, not only in its affine hull.
     base, B, inside = _standardized_hull(Z)
     if inside is None:  # every complete row is the same point
-        return _finite(Y[0].copy(), "tukey")
+        return finite(Y[0].copy(), "tukey")
     search = _HullSearch(U, base, B, inside)
 
     m_max = (N + 1) // 2  # beyond, S_k[m-1] > S_k[N-m] in general
@@ -534,7 +394,7 @@ def tukey_median(X: np.ndarray, *, rng: np.random.Generator,
                 y = y_f
     if y is None:  # only when every LP failed (D_1 holds all data): the coordinate-wise median
         y = np.zeros(n)
-    return _finite(_onto_affine_hull(Y, center + scale * y), "tukey")
+    return finite(_onto_affine_hull(Y, center + scale * y), "tukey")
 
 
 def _standardized_hull(Z: "_Standardized", rtol: float = 1e-10):
@@ -547,9 +407,9 @@ def _standardized_hull(Z: "_Standardized", rtol: float = 1e-10):
     """
     Y, center, scale = Z.Y, Z.center, Z.scale
     n = Y.shape[1]
-    mean = _subset_mean(Y, np.arange(Y.shape[0]))
+    mean = subset_mean(Y, np.arange(Y.shape[0]))
     C = np.zeros((n, n))
-    for sl in _row_blocks(*Y.shape):
+    for sl in row_blocks(*Y.shape):
         D = (Y[sl] - mean) / scale
         C += D.T @ D
     evals, V = np.linalg.eigh(C)
@@ -591,9 +451,9 @@ def _onto_affine_hull(Y: np.ndarray, point: np.ndarray, rtol: float = 1e-10) -> 
     are degenerate (a constant column, or x = A z of low rank). One n x n
     covariance and its eigendecomposition: linear in N.
     """
-    mean = _subset_mean(Y, np.arange(Y.shape[0]))
+    mean = subset_mean(Y, np.arange(Y.shape[0]))
     C = np.zeros((Y.shape[1], Y.shape[1]))
-    for sl in _row_blocks(*Y.shape):
+    for sl in row_blocks(*Y.shape):
         D = Y[sl] - mean
         C += D.T @ D
     evals, V = np.linalg.eigh(C)
@@ -604,32 +464,10 @@ def _onto_affine_hull(Y: np.ndarray, point: np.ndarray, rtol: float = 1e-10) -> 
 def _sq_norms(Y: np.ndarray, center: np.ndarray, W: np.ndarray) -> np.ndarray:
     """``||(Y_i - center) @ W||^2`` per row, (N,), in row chunks."""
     out = np.empty(Y.shape[0])
-    for sl in _row_blocks(*Y.shape):
+    for sl in row_blocks(*Y.shape):
         Z = (Y[sl] - center) @ W
         out[sl] = np.einsum("ij,ij->i", Z, Z)
     return out
-
-
-def _subset_mean(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``Y[idx].mean(axis=0)`` in chunks (no copy of the kept rows)."""
-    total = np.zeros(Y.shape[1])
-    for sl in _row_blocks(idx.size, Y.shape[1]):
-        total += Y[idx[sl]].sum(axis=0)
-    return total / idx.size
-
-
-def _mean_cov(Y: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean (n,) and covariance (n, n, divisor len(idx)) of ``Y[idx]``, in chunks."""
-    n = Y.shape[1]
-    first = Y[idx[:1]][0] if idx.size else np.zeros(n)  # a shift against cancellation
-    s, S = np.zeros(n), np.zeros((n, n))
-    for sl in _row_blocks(idx.size, n):
-        B = Y[idx[sl]]  # a copy (fancy index): shifted in place
-        B -= first
-        s += B.sum(axis=0)
-        S += B.T @ B
-    m = s / idx.size
-    return first + m, S / idx.size - np.outer(m, m)
 
 
 def _robust_covariance(Y: np.ndarray, keep: float, steps: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -649,7 +487,7 @@ def _robust_covariance(Y: np.ndarray, keep: float, steps: int = 3) -> tuple[np.n
     dist = _sq_norms(Y, center, np.diag(1.0 / scale))
     for _ in range(steps + 1):
         idx = np.argpartition(dist, h - 1)[:h] if h < N else np.arange(N)
-        center, C = _mean_cov(Y, idx)
+        center, C = mean_cov(Y, idx)
         w, V = np.linalg.eigh(C)
         w = np.maximum(w, max(w.max(), 1e-300) * 1e-12)
         dist = _sq_norms(Y, center, V / np.sqrt(w))
@@ -689,7 +527,7 @@ def _spectral_whitening(Y: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarr
             P = (Y - center) @ Vb
         else:  # filled a row block at a time: one (N, block) array, no list of pieces
             P = np.empty((Y.shape[0], Vb.shape[1]))
-            for sl in _row_blocks(*Y.shape):
+            for sl in row_blocks(*Y.shape):
                 P[sl] = (Y[sl] - center) @ Vb
         P -= np.median(P, axis=0)
         np.abs(P, out=P)
@@ -699,7 +537,7 @@ def _spectral_whitening(Y: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarr
     return center, V / np.sqrt(scale2)
 
 
-@_contract_doc(**_COMPLETE_ROWS, rng="Unused: the thresholded filter is deterministic.")
+@contract_doc(**COMPLETE_ROWS, rng="Unused: the thresholded filter is deterministic.")
 def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
                 eps: float = 0.1, C: float = 3.0, cher: float = 2.5, tau: float = 0.1,
                 max_iter: int = 100, whiten: bool = True, rule: str = "cmbench") -> np.ndarray:
@@ -779,18 +617,18 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         raise ValueError(f"filter: eps must be in (0, 0.5), got {eps}")
     if rule not in FILTER_RULES:
         raise ValueError(f"filter: rule must be one of {FILTER_RULES}, got {rule!r}")
-    Y = _complete_rows(X, "filter")
+    Y = complete_rows(X, "filter")
     scale = 1.0
     if whiten:  # whitened, the filter's result scales with the data: huge or tiny entries are rescaled
-        Y, scale = _unit_scale(Y)
+        Y, scale = unit_scale(Y)
     N, n = Y.shape
     reference = rule == "reference"
     if N < 3 and not reference:
-        return _finite(Y.mean(axis=0) * scale, "filter")
+        return finite(Y.mean(axis=0) * scale, "filter")
     if whiten:
         found = _spectral_whitening(Y, eps)
         if found is None:  # the trimmed points coincide: their centre is robust
-            return _finite(_robust_covariance(Y, keep=1.0 - min(2.0 * eps, 0.5))[0] * scale, "filter")
+            return finite(_robust_covariance(Y, keep=1.0 - min(2.0 * eps, 0.5))[0] * scale, "filter")
         center, W = found
     else:
         center, W = np.zeros(n), None
@@ -807,7 +645,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     while reference or rounds < int(max_iter):
         rounds += 1
         m = len(keep)
-        mean_k, cov_k = _mean_cov(Y, keep)
+        mean_k, cov_k = mean_cov(Y, keep)
         if not np.isfinite(cov_k).all():  # unwhitened rows of magnitude ~1e154 and above
             raise cmbench.Undefined("filter: the rows' covariance overflows (entries too large to square); "
                                     "whiten = true rescales them")
@@ -816,7 +654,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
             break
         a = vec[:, -1] if W is None else W @ vec[:, -1]
         proj = np.empty(m)
-        for sl in _row_blocks(m, n):
+        for sl in row_blocks(m, n):
             B = Y[keep[sl]]  # a copy (fancy index): shifted in place
             B -= center
             proj[sl] = B @ a
@@ -838,7 +676,7 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         if reference and j == m - 1:  # the last position: the reference returns the mean
             break
         keep = keep[order[:j + 1] if reference else order[:j]]
-    return _finite(_subset_mean(Y, keep) * scale, "filter")
+    return finite(subset_mean(Y, keep) * scale, "filter")
 
 
 # ------------------------------------------------------------ registration
@@ -846,7 +684,6 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
 @cmbench.hookimpl
 def register_estimators():
-    from . import ap25_estimators, sample_estimators  # they import this module's helpers
     return [
         cmbench.Estimator("mean", empirical_mean, params={},
                           description="Empirical Mean: per-coordinate mean of the visible entries"),
@@ -869,6 +706,4 @@ def register_estimators():
                                   "tau": (0.0, 1.0, "()"), "max_iter": (0, None)},
                           choices={"rule": FILTER_RULES, "whiten": (True, False)},
                           description="Iterative spectral filter (Diakonikolas et al.) on robustly whitened rows"),
-        *sample_estimators.declarations(),
-        *ap25_estimators.declarations(),
     ]

@@ -10,8 +10,8 @@ tests/fixtures/sample_level_reference.json holds the reference code's outputs
 under GNU Octave on fixed matrices; tests/test_sample_level_reference.py checks
 these functions against them.
 
-They are registered by `cmbench.builtins.estimators` beside the other built-in
-estimators. Rows holding a NaN are dropped (the complete rows are used), as for
+This built-in plugin registers them itself (`register_estimators`), listed after
+`cmbench.builtins.estimators`. Rows holding a NaN are dropped (the complete rows are used), as for
 the other multivariate estimators; none modifies its input.
 """
 from __future__ import annotations
@@ -23,8 +23,9 @@ from scipy.special import ndtri
 
 import cmbench
 
-from .estimators import (_block_rows, _by_columns, _complete_rows, _contract_doc, _finite, _mean_cov,
-                         _row_blocks, _subset_mean, _unit_scale, _COMPLETE_ROWS, geometric_median)
+from .estimator_docs import COMPLETE_ROWS, contract_doc
+from .rows import (block_rows, by_columns, complete_rows, contiguous_block_means, finite, mean_cov, row_blocks,
+                   spatial_median, sq_dist, subset_mean, unit_scale)
 
 RANSAC_COUNTS = ("reference", "intended")
 MOM_MEDIANS = ("geometric", "coordinate")
@@ -40,24 +41,15 @@ def _check_eps(name: str, eps: float) -> float:
     return float(eps)
 
 
-def _sq_dist(Y: np.ndarray, center: np.ndarray) -> np.ndarray:
-    """``||Y_i - center||^2`` per row, (N,), in row chunks (no (N, n) temporary)."""
-    out = np.empty(Y.shape[0])
-    for sl in _row_blocks(*Y.shape):
-        D = Y[sl] - center
-        out[sl] = np.einsum("ij,ij->i", D, D)
-    return out
-
-
 def _cmedian(Y: np.ndarray) -> np.ndarray:
     """Coordinate-wise median (MATLAB's ``median``: the mean of the middle two for even N)."""
-    return _by_columns(Y, lambda B: np.median(B, axis=0))
+    return by_columns(Y, lambda B: np.median(B, axis=0))
 
 
 # -------------------------------------------------------------------- prune
 
 
-@_contract_doc(**_COMPLETE_ROWS)
+@contract_doc(**COMPLETE_ROWS)
 def pruned_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
                 eps: float = 0.1, radius: float = 0.33) -> np.ndarray:
     """Naive pruning (DKK17, ``pruneGaussianMean.m``): keep the rows strictly
@@ -77,20 +69,20 @@ def pruned_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     radius : the reference code's constant 0.33.
     """
     eps = _check_eps("prune", eps)
-    Y = _complete_rows(X, "prune")
+    Y = complete_rows(X, "prune")
     N, d = Y.shape
     r = radius * math.sqrt(d * math.log(N / eps))
     center = _cmedian(Y)
-    keep = np.flatnonzero(np.sqrt(_sq_dist(Y, center)) < r)
+    keep = np.flatnonzero(np.sqrt(sq_dist(Y, center)) < r)
     if keep.size == 0:  # the reference's mean of nothing is NaN: return the ball's centre
-        return _finite(center, "prune")
-    return _finite(_subset_mean(Y, keep), "prune")
+        return finite(center, "prune")
+    return finite(subset_mean(Y, keep), "prune")
 
 
 # ------------------------------------------------------------------- ransac
 
 
-@_contract_doc(**_COMPLETE_ROWS, rng="Draws the random subsets (without replacement).")
+@contract_doc(**COMPLETE_ROWS, rng="Draws the random subsets (without replacement).")
 def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
                 eps: float = 0.1, tau: float = 0.1, iterations: int = 100,
                 count: str = "intended") -> np.ndarray:
@@ -122,13 +114,13 @@ def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     eps = _check_eps("ransac", eps)
     if count not in RANSAC_COUNTS:
         raise ValueError(f"ransac: count must be one of {RANSAC_COUNTS}, got {count!r}")
-    Y = _complete_rows(X, "ransac")
+    Y = complete_rows(X, "ransac")
     N, d = Y.shape
     rng = np.random.default_rng(rng)
-    mean = _subset_mean(Y, np.arange(N))
+    mean = subset_mean(Y, np.arange(N))
     s = math.ceil(2.0 * (d * math.log(4.0) + math.log(2.0 / tau)) / eps ** 2)
     if s > N:
-        return _finite(mean, "ransac")
+        return finite(mean, "ransac")
     t = d + 2.0 * (math.sqrt(d * math.log(N / tau)) + math.log(N / tau)) + eps ** 2 * math.log(1.0 / eps) ** 2
     if count == "reference":
         c = Y[:, 0]  # data(j), j <= N: the first column
@@ -143,11 +135,11 @@ def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
     best, best_count = mean, inliers(mean)
     for _ in range(int(iterations)):
-        m = _subset_mean(Y, rng.choice(N, size=s, replace=False))
+        m = subset_mean(Y, rng.choice(N, size=s, replace=False))
         k = inliers(m)
         if k > best_count:
             best, best_count = m, k
-    return _finite(best, "ransac")
+    return finite(best, "ransac")
 
 
 # ---------------------------------------------------------------------- lrv
@@ -179,12 +171,12 @@ def _lrv(Y: np.ndarray, eta: float) -> np.ndarray:
     Z, buf = Y, None
     while Z.shape[1] > 1:
         n = Z.shape[1]
-        T = _sq_dist(Z, _cmedian(Z))
+        T = sq_dist(Z, _cmedian(Z))
         # MATLAB's prctile: the i-th smallest value sits at 100 (i - 0.5) / N, linear between.
         thresh = np.percentile(T, 100.0 * (1.0 - eta) ** 2, method="hazen")
         keep = np.flatnonzero(T <= thresh)
         del T
-        mean, S = _mean_cov(Z, keep)
+        mean, S = mean_cov(Z, keep)
         del keep
         _, V = np.linalg.eigh(S)  # ascending, as MATLAB's eig of a symmetric matrix
         h = n // 2
@@ -193,7 +185,7 @@ def _lrv(Y: np.ndarray, eta: float) -> np.ndarray:
         if buf is None:
             buf = np.empty(N * high.shape[1])
         out = buf[:N * high.shape[1]].reshape(N, high.shape[1])
-        for sl in _row_blocks(N, n):
+        for sl in row_blocks(N, n):
             out[sl] = Z[sl] @ high
         Z = out
     est = np.array([_shortest_window_mean(Z[:, 0], eta)])
@@ -232,7 +224,7 @@ def _lrv_damped(Y: np.ndarray, C: float) -> np.ndarray:
     return (wY @ low) @ low.T + _lrv_damped(Y @ high, C) @ high.T
 
 
-@_contract_doc(**_COMPLETE_ROWS)
+@contract_doc(**COMPLETE_ROWS)
 def lrv_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
              eps: float = 0.1, variant: str = "general", C: float = 1.0) -> np.ndarray:
     """LRV: the agnostic mean estimator of Lai, Rao, Vempala (2016), in the
@@ -275,25 +267,16 @@ def lrv_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
         raise ValueError(f"lrv: variant must be one of {LRV_VARIANTS}, got {variant!r}")
     if not float(C) > 0.0:
         raise ValueError(f"lrv: C must be > 0, got {C}")
-    Y, scale = _unit_scale(_complete_rows(X, "lrv"))  # entries near 1e300 would overflow the covariance
+    Y, scale = unit_scale(complete_rows(X, "lrv"))  # entries near 1e300 would overflow the covariance
     if variant == "damped":
-        return _finite(_lrv_damped(Y, float(C)) * scale, "lrv")
-    return _finite(_lrv(Y, eps) * scale, "lrv")
+        return finite(_lrv_damped(Y, float(C)) * scale, "lrv")
+    return finite(_lrv(Y, eps) * scale, "lrv")
 
 
 # --------------------------------------------------------- median of means
 
 
-def _contiguous_block_means(Y: np.ndarray, k: int) -> np.ndarray:
-    """Means of ``k`` contiguous blocks of ``floor(N/k)`` rows in the given
-    order (k at most N; the last ``N mod k`` rows left out), (k, n)."""
-    N, n = Y.shape
-    k = min(int(k), N)
-    size = N // k
-    return Y[:k * size].reshape(k, size, n).mean(axis=1)
-
-
-@_contract_doc(**_COMPLETE_ROWS, rng="Shuffles the rows into blocks (``split = \"shuffle\"``); else unused.")
+@contract_doc(**COMPLETE_ROWS, rng="Shuffles the rows into blocks (``split = \"shuffle\"``); else unused.")
 def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
                     blocks: int = 0, eps: float = 0.1, median: str = "geometric",
                     split: str = "shuffle") -> np.ndarray:
@@ -323,21 +306,21 @@ def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
         raise ValueError(f"median-of-means: median must be one of {MOM_MEDIANS}, got {median!r}")
     if split not in MOM_SPLITS:
         raise ValueError(f"median-of-means: split must be one of {MOM_SPLITS}, got {split!r}")
-    Y, scale = _unit_scale(_complete_rows(X, "median-of-means"))  # block sums of ~1e300 would overflow
+    Y, scale = unit_scale(complete_rows(X, "median-of-means"))  # block sums of ~1e300 would overflow
     N = Y.shape[0]
     k = int(blocks) if int(blocks) > 0 else 2 * math.floor(eps * N) + 1
     k = min(k, N)
     if split == "contiguous":
-        means = _contiguous_block_means(Y, k)
+        means = contiguous_block_means(Y, k)
         if median == "coordinate":
-            return _finite(np.median(means, axis=0) * scale, "median-of-means")
-        return _finite(geometric_median(means) * scale, "median-of-means")
+            return finite(np.median(means, axis=0) * scale, "median-of-means")
+        return finite(spatial_median(means) * scale, "median-of-means")
     order = np.random.default_rng(rng).permutation(N)
     edges = np.linspace(0, N, k + 1).round().astype(np.int64)
     # The block sums, gathering a run of whole blocks (about a row block) at a
     # time: no shuffled (N, n) copy of Y; each block summed as reduceat on Y[order].
     means = np.empty((k, Y.shape[1]))
-    step = _block_rows(Y.shape[1])
+    step = block_rows(Y.shape[1])
     g = 0
     while g < k:
         g2 = min(k, max(g + 1, int(np.searchsorted(edges, edges[g] + step, side="right")) - 1))
@@ -348,12 +331,13 @@ def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
         raise cmbench.Undefined("median-of-means: a block mean is not finite (does X hold inf, or values "
                                 "whose sum overflows?)")
     if median == "coordinate":
-        return _finite(np.median(means, axis=0) * scale, "median-of-means")
-    return _finite(geometric_median(means) * scale, "median-of-means")
+        return finite(np.median(means, axis=0) * scale, "median-of-means")
+    return finite(spatial_median(means) * scale, "median-of-means")
 
 
-def declarations() -> list:
-    """The declarations, registered by `cmbench.builtins.estimators`."""
+@cmbench.hookimpl
+def register_estimators() -> list:
+    """This module's estimators, after those of `cmbench.builtins.estimators`."""
     E = cmbench.Estimator
     eps = {"eps": (0.0, 0.5, "()")}
     return [

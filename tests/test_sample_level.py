@@ -240,6 +240,7 @@ def test_excess_l2(registry):
         metric.fn(np.zeros(2), data)
 
 
-def test_helpers_are_registered(registry):
+def test_the_sample_level_estimators_are_a_built_in_plugin_of_their_own(registry):
     for name in ("prune", "ransac", "lrv", "median-of-means"):
         assert registry.estimators[name].fn.__module__ == sample_estimators.__name__
+        assert registry.source("estimators", name).plugin == "cmbench.sample_estimators"

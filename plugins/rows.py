@@ -1,0 +1,373 @@
+"""Row and column helpers the built-in estimators share.
+
+The sample (N, n) is read a block of rows (or columns) at a time, about
+`cmbench.theory.BLOCK_ELEMENTS` entries each, so that no helper forms an
+(N, n) temporary beside the sample. `complete_rows` drops the rows holding a
+missing entry (NaN), `finite` turns a non-finite estimate into
+`cmbench.Undefined`, and `unit_scale` rescales rows whose squares would
+overflow or underflow.
+
+`cmbench.builtins.estimators`, `cmbench.builtins.sample_estimators` and
+`cmbench.builtins.ap25_estimators` import these; this module registers no
+component and imports none of them.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+import cmbench
+from cmbench.theory import BLOCK_ELEMENTS
+
+#: the magnitude beyond which (or below whose inverse) the rows are rescaled before sums of
+#: squares: 2**400 is about 1e120, whose square summed over 1e6 rows is still finite
+HUGE = 2.0 ** 400
+#: where `spatial_median` starts: the coordinate-wise median or the mean
+GM_STARTS = ("cmedian", "mean")
+
+
+def as_matrix(X: np.ndarray) -> np.ndarray:
+    """``X`` as a 2-D float64 array (no copy when it already is one).
+
+    Parameters
+    ----------
+    X : array_like
+        The sample, (N, n).
+
+    Returns
+    -------
+    ndarray of shape (N, n), float64
+
+    Raises
+    ------
+    ValueError
+        When ``X`` is not 2-D.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (N, n), got shape {X.shape}")
+    return X
+
+
+def block_rows(n: int) -> int:
+    """Rows of ``n`` columns in one block: about ``BLOCK_ELEMENTS / n`` (at least 1).
+
+    Parameters
+    ----------
+    n : int
+        The number of columns.
+
+    Returns
+    -------
+    int
+    """
+    return max(1, BLOCK_ELEMENTS // max(1, n))
+
+
+def row_blocks(N: int, n: int) -> list[slice]:
+    """Slices of the ``N`` rows, `block_rows` of them each.
+
+    Parameters
+    ----------
+    N, n : int
+        The shape of the sample.
+
+    Returns
+    -------
+    list of slice
+        Consecutive, covering ``range(N)``; empty when ``N = 0``.
+    """
+    step = block_rows(n)
+    return [slice(i, min(N, i + step)) for i in range(0, N, step)]
+
+
+def column_blocks(N: int, n: int) -> list[slice]:
+    """Slices of the ``n`` columns, about ``BLOCK_ELEMENTS / N`` columns each.
+
+    Parameters
+    ----------
+    N, n : int
+        The shape of the sample.
+
+    Returns
+    -------
+    list of slice
+        Consecutive, covering ``range(n)``.
+    """
+    width = max(1, BLOCK_ELEMENTS // max(1, N))
+    return [slice(j, min(n, j + width)) for j in range(0, n, width)]
+
+
+def by_columns(X: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``fn`` applied to column blocks of ``X`` (each a small copy), concatenated.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, n)
+    fn : callable
+        Maps an (N, k) block to its k per-column values.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+    """
+    return np.concatenate([np.asarray(fn(X[:, sl]), dtype=np.float64)
+                           for sl in column_blocks(*X.shape)])
+
+
+def complete_rows(X: np.ndarray, name: str) -> np.ndarray:
+    """The rows of ``X`` without a missing entry.
+
+    Parameters
+    ----------
+    X : array_like of shape (N, n)
+        The sample; missing entries are NaN.
+    name : str
+        The estimator's name, for the message.
+
+    Returns
+    -------
+    ndarray of shape (N', n)
+        ``X`` itself (no copy) when every row is complete.
+
+    Raises
+    ------
+    cmbench.Undefined
+        When no row is complete (N' = 0).
+    """
+    X = as_matrix(X)
+    complete = np.empty(X.shape[0], dtype=bool)
+    for sl in row_blocks(*X.shape):  # no (N, n) mask: a block's at a time
+        complete[sl] = ~np.isnan(X[sl]).any(axis=1)
+    if not complete.any():
+        raise cmbench.Undefined(
+            f"{name}: no complete rows (all {X.shape[0]} rows hold a missing entry)")
+    return X if complete.all() else X[complete]
+
+
+def finite(mu: np.ndarray, name: str) -> np.ndarray:
+    """``mu`` if every entry is finite.
+
+    Parameters
+    ----------
+    mu : ndarray of shape (n,)
+        An estimate.
+    name : str
+        The estimator's name, for the message.
+
+    Returns
+    -------
+    ndarray
+        ``mu`` itself.
+
+    Raises
+    ------
+    cmbench.Undefined
+        When an entry is not finite (e.g. X held inf).
+    """
+    if not np.all(np.isfinite(mu)):
+        raise cmbench.Undefined(f"{name}: the estimate is not finite (does X hold inf?)")
+    return mu
+
+
+def unit_scale(Y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Rows rescaled where a sum of squares would overflow or underflow.
+
+    For estimators whose result scales with the data (``mu(Y / s) = mu(Y) / s``):
+    the caller multiplies its result back by ``s``.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, n)
+        Complete rows.
+
+    Returns
+    -------
+    tuple of (ndarray, float)
+        ``(Y / s, s)`` with ``s`` a power of two (the division is exact) bringing the
+        largest magnitude near 1 when it is above `HUGE` or below its inverse, where a
+        covariance would overflow to inf or underflow to 0; else ``(Y, 1.0)`` without
+        a copy.
+    """
+    top = 0.0
+    for sl in row_blocks(*Y.shape):  # no (N, n) temporary
+        if Y[sl].size:
+            top = max(top, float(np.max(np.abs(Y[sl]))))
+    if not math.isfinite(top) or HUGE ** -1 <= top <= HUGE or top == 0.0:
+        return Y, 1.0  # inf is the estimator's to refuse (`finite`)
+    s = math.ldexp(1.0, math.frexp(top)[1])
+    return Y / s, s
+
+
+def subset_mean(Y: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``Y[idx].mean(axis=0)`` in row blocks (no copy of the kept rows).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, n)
+    idx : ndarray of int
+        The kept rows' indices (not empty).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    total = np.zeros(Y.shape[1])
+    for sl in row_blocks(idx.size, Y.shape[1]):
+        total += Y[idx[sl]].sum(axis=0)
+    return total / idx.size
+
+
+def mean_cov(Y: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of ``Y[idx]``, in row blocks.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, n)
+    idx : ndarray of int
+        The rows' indices.
+
+    Returns
+    -------
+    tuple of (ndarray, ndarray)
+        The mean (n,) and the covariance (n, n) with divisor ``len(idx)``.
+    """
+    n = Y.shape[1]
+    first = Y[idx[:1]][0] if idx.size else np.zeros(n)  # a shift against cancellation
+    s, S = np.zeros(n), np.zeros((n, n))
+    for sl in row_blocks(idx.size, n):
+        B = Y[idx[sl]]  # a copy (fancy index): shifted in place
+        B -= first
+        s += B.sum(axis=0)
+        S += B.T @ B
+    m = s / idx.size
+    return first + m, S / idx.size - np.outer(m, m)
+
+
+def sq_dist(Y: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """``||Y_i - center||^2`` per row, in row blocks (no (N, n) temporary).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, n)
+    center : ndarray of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (N,)
+    """
+    out = np.empty(Y.shape[0])
+    for sl in row_blocks(*Y.shape):
+        D = Y[sl] - center
+        out[sl] = np.einsum("ij,ij->i", D, D)
+    return out
+
+
+def contiguous_block_means(Y: np.ndarray, k: int) -> np.ndarray:
+    """Means of ``k`` contiguous blocks of ``floor(N / k)`` rows in the given order.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, n)
+    k : int
+        The number of blocks; at most N are formed.
+
+    Returns
+    -------
+    ndarray of shape (min(k, N), n)
+        The last ``N mod k`` rows are left out.
+    """
+    N, n = Y.shape
+    k = min(int(k), N)
+    size = N // k
+    return Y[:k * size].reshape(k, size, n).mean(axis=1)
+
+
+def distances(Y: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``||Y_i - y||`` for every row, in row blocks (no (N, n) temporary).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (N, n)
+    y : ndarray of shape (n,)
+
+    Returns
+    -------
+    ndarray of shape (N,)
+    """
+    out = np.empty(Y.shape[0])
+    for sl in row_blocks(*Y.shape):
+        D = Y[sl] - y
+        out[sl] = np.sqrt(np.einsum("ij,ij->i", D, D))
+    return out
+
+
+def spatial_median(X: np.ndarray, *, tol: float = 1e-7, max_iter: int = 500,
+                   start: str = "cmedian") -> np.ndarray:
+    """Geometric (spatial) median of the complete rows: Weiszfeld with Vardi and Zhang's step.
+
+    The computation of the ``geometric-median`` estimator
+    (`cmbench.builtins.estimators.geometric_median`, whose docstring states the
+    algorithm), here so that an estimator taking a geometric median of its own
+    points (``median-of-means``) computes the same thing; messages name
+    ``geometric-median``.
+
+    Parameters
+    ----------
+    X : array_like of shape (N, n)
+        Rows holding a NaN are dropped.
+    tol : float
+        Stop when a step is shorter than ``tol`` times the median distance of
+        the points to the start.
+    max_iter : int
+        Iteration cap.
+    start : {"cmedian", "mean"}
+        The starting point.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Finite.
+
+    Raises
+    ------
+    ValueError
+        When ``start`` is not one of `GM_STARTS`.
+    cmbench.Undefined
+        When no row is complete or the median is not finite.
+    """
+    if start not in GM_STARTS:
+        raise ValueError(f"geometric-median: start must be one of {GM_STARTS}, got {start!r}")
+    Y = complete_rows(X, "geometric-median")
+    y = (subset_mean(Y, np.arange(Y.shape[0])) if start == "mean"
+         else by_columns(Y, lambda B: np.median(B, axis=0)))
+    dist = distances(Y, y)
+    scale = float(np.median(dist)) or float(dist.max())
+    if scale == 0.0:  # every point is the start
+        return finite(y, "geometric-median")
+    zero_dist = 1e-12 * scale
+    for _ in range(max_iter):
+        dist = distances(Y, y)
+        at_y = dist <= zero_dist
+        w = np.where(at_y, 0.0, 1.0 / np.where(at_y, 1.0, dist))
+        wsum = w.sum()
+        if wsum == 0.0:
+            break
+        wY = w @ Y
+        T = wY / wsum
+        eta = int(at_y.sum())
+        if eta:
+            r = float(np.linalg.norm(wY - wsum * y))  # = ||w @ (Y - y)||
+            if r <= eta:  # optimality condition at a data point: y is the median
+                break
+            g = eta / r
+            y_new = (1.0 - g) * T + g * y
+        else:
+            y_new = T
+        step = float(np.linalg.norm(y_new - y))
+        y = y_new
+        if step <= tol * scale:
+            break
+    return finite(y, "geometric-median")
