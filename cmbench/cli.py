@@ -441,7 +441,7 @@ def _no_cache(out: str, suite) -> str:
 @_cache_command("info")
 def cache_info(suite, out) -> None:
     """Size of each suite's stage cache in OUT (or of SUITE's)."""
-    from .runner.store import format_size
+    from .sizes import format_size
 
     stores = _caches(out, suite)
     if not stores:
@@ -473,7 +473,7 @@ def cache_clear(suite, out) -> None:
 
 def _print_plan(suite, out, plugins, experiments, select, timeout, cache_size, report) -> None:
     from .runner.dryrun import dry_run
-    from .runner.store import format_size
+    from .sizes import format_size
 
     plan = dry_run(suite, out=out, plugins=plugins, experiments=experiments, select=select, timeout=timeout,
                    cache_size=cache_size, report=report)

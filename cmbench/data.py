@@ -140,7 +140,7 @@ def max_file_bytes() -> int:
 
 def _size(n: int) -> str:
     """A size in a message, in the unit that shows it (a tiny limit reads 100 B, not 0.00 GB)."""
-    from .runner.store import format_size
+    from .sizes import format_size
 
     return format_size(n)
 

@@ -104,6 +104,6 @@ def check_run_options(*, workers: int, timeout: Optional[float] = None, schedule
     parse_workers(workers)
     check_timeout(timeout)
     if cache_size is not None:
-        from .runner.store import parse_size
+        from .sizes import parse_size
 
         parse_size(cache_size)

@@ -40,7 +40,8 @@ from ..output import writable_folder
 from ..suite import Experiment, Suite, load_suite, shown
 from .executors import run_jobs
 from .stages import computes, lookup, merged, records_of, unit_keys, unit_result
-from .store import Store, parse_size
+from .store import Store
+from ..sizes import parse_size
 from . import guard
 from .loading import is_foreign, load_datasets
 from ..cube import FAILURES, UnitResult, failed_cells

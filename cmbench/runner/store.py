@@ -1,6 +1,6 @@
 """The stage cache of a suite: content-addressed records and matrices under ``<out>/<suite>/.cache``.
 
-Every stage is stored under a digest of what determines it (see `keys`):
+Every stage is stored under a digest of what determines it (`stages.unit_keys`):
 
 - ``units/<corruption key>.json``: the records of one corruption and of what
   was computed on it (recoveries, estimates, adaptive pairs), each under its
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import time
@@ -56,28 +55,6 @@ CACHED_STATUSES = tuple(s for s in STATUSES if s not in FAILURES)  # failures ar
 
 def canonical(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
-def parse_size(text) -> int:
-    """'2GB', '500M', '1.5G', '0' or a number of bytes -> bytes; `UserError` otherwise."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value, unit = float(text), ""
-    else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(i?[bB])?\s*", str(text))
-        if not m:
-            raise UserError(f"cache size {text!r}: expected a size such as 2GB, 500MB or 0")
-        value, unit = float(m.group(1)), m.group(2).upper()
-    if not math.isfinite(value) or value < 0:
-        raise UserError(f"cache size {text!r}: must be a non-negative size")
-    return int(value * 1000 ** " KMGT".index(unit or " "))
-
-
-def format_size(n: int) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n} B"
 
 
 # ---------------------------------------------------------------- the schema of stored records
