@@ -183,7 +183,7 @@ def run_suite(
                  experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,
                  **options)
     if errors != "ignore":
-        from .errors import failure_summary
+        from .cube import failure_summary
 
         summary = failure_summary(cubes)
         if summary and errors == "raise":

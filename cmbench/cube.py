@@ -1,7 +1,7 @@
 """The results format, and building, saving, loading and checking results cubes.
 
 One `xarray.Dataset` per experiment with dims (dataset, instance, adversary,
-budget, recoverer, estimator); see DESIGN.md. This module is the one place
+budget, recoverer, estimator). This module is the one place
 that says what a cube holds: its dims, the cell statuses (and which are
 failures), its variables and their dims, how structured attributes are
 encoded (JSON strings, which netCDF keeps and `xarray.open_dataset` reads
@@ -108,6 +108,33 @@ def uniform_unit(recoverers: Sequence[str], estimators: Sequence[str], corruptio
     return {"corruption": dict(corruption, status=given["status"], error=given["error"]),
             "recovery": {r: record(given["status"], given["error"]) for r in recoverers},
             "cells": {r: {e: dict(given) for e in estimators} for r in recoverers}}
+
+
+#: how many distinct errors a `failure_summary` quotes
+FIRST_ERRORS = 3
+
+
+def failure_summary(cubes: dict) -> str:
+    """How many cells of ``cubes`` (experiment name -> cube) failed or timed out, of how many,
+    with the first `FIRST_ERRORS` distinct errors; ``""`` when none did."""
+    bad = total = 0
+    first: list[str] = []
+    for name, ds in cubes.items():
+        status = ds["status"].values
+        failed = np.isin(status, FAILURES)
+        bad += int(failed.sum())
+        total += status.size
+        if len(first) < FIRST_ERRORS and failed.any():
+            for error in ds["error"].values[failed]:
+                line = f"{name}: {error}"
+                if line not in first:
+                    first.append(line)
+                if len(first) == FIRST_ERRORS:
+                    break
+    if not bad:
+        return ""
+    return (f"{bad} of {total} cells failed or timed out (their values are NaN); first errors:\n  "
+            + "\n  ".join(first))
 
 
 def failed_cells(result: UnitResult) -> int:

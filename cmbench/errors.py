@@ -36,37 +36,6 @@ class CellsFailed(Exception):
         self.cubes = cubes
 
 
-#: how many distinct errors a `failure_summary` quotes
-FIRST_ERRORS = 3
-
-
-def failure_summary(cubes: dict) -> str:
-    """How many cells of ``cubes`` (experiment name -> cube) failed or timed out, of how many,
-    with the first `FIRST_ERRORS` distinct errors; ``""`` when none did."""
-    import numpy as np
-
-    from .cube import FAILURES
-
-    bad = total = 0
-    first: list[str] = []
-    for name, ds in cubes.items():
-        status = ds["status"].values
-        failed = np.isin(status, FAILURES)
-        bad += int(failed.sum())
-        total += status.size
-        if len(first) < FIRST_ERRORS and failed.any():
-            for error in ds["error"].values[failed]:
-                line = f"{name}: {error}"
-                if line not in first:
-                    first.append(line)
-                if len(first) == FIRST_ERRORS:
-                    break
-    if not bad:
-        return ""
-    return (f"{bad} of {total} cells failed or timed out (their values are NaN); first errors:\n  "
-            + "\n  ".join(first))
-
-
 def describe_error(exc: BaseException, home: "str | os.PathLike | Callable | None" = None) -> str:
     """One line naming an exception a plugin raised and where: ``"Type: message (file:line)"``.
 

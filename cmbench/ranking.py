@@ -6,6 +6,8 @@ instances that ran. In every cell with a value, methods are ranked by it (1 =
 lowest error, ties sharing their average rank); a method without a value there
 (undefined, not applicable, failed) ranks below every method that has one.
 Methods are ordered by their average rank over the cells, ties by mean error.
+The report computes it (`cmbench.report.content.ranks`); this module reads the
+cube it is given.
 """
 from __future__ import annotations
 
@@ -14,12 +16,9 @@ import os
 import pandas as pd
 import xarray as xr
 
-__all__ = ["rank", "CRITERION"]
+from .report.content.ranks import CRITERION, ranked
 
-#: the ranking criterion, stated once wherever a ranking is shown
-CRITERION = ("ranked by average rank over the (data set, adversary, budget) cells (1 = lowest mean "
-             "error over the instances; a method without a value in a cell ranks below those with one), "
-             "ties by mean error")
+__all__ = ["rank", "CRITERION"]
 
 
 def rank(cube: "xr.Dataset | str | os.PathLike", metric: str | None = None) -> pd.DataFrame:
@@ -44,17 +43,10 @@ def rank(cube: "xr.Dataset | str | os.PathLike", metric: str | None = None) -> p
     """
     from .errors import UserError
     from .report.load import Cube, load_cube
-    from .report.content.tables import ranking
 
     loaded = cube if isinstance(cube, Cube) else load_cube(cube)
     if metric is None:
         metric = loaded.metrics[0]
     if metric not in loaded.metrics:
         raise UserError(f"{loaded.source}: no metric {metric!r}; the cube has {', '.join(loaded.metrics)}")
-    df = ranking(loaded, metric)
-    # a method without a value in any cell is listed (last) but has no rank: <NA>, not k
-    valued = (df["cells"] > 0).to_numpy()
-    df.insert(0, "rank", pd.array([i + 1 if v else pd.NA for i, v in enumerate(valued)], dtype="Int64"))
-    df["metric"] = metric
-    return df[["rank", "method", "recoverer", "estimator", "mean_rank", "mean_error", "cells",
-               "total_cells", "metric"]]
+    return ranked(loaded, metric)

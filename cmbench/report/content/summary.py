@@ -1,5 +1,5 @@
 """The summary `cmbench suite` prints at the end: per experiment, the methods ranked
-(`cmbench.ranking`, as in the reports), cells by status, where the cubes and reports are."""
+(`ranks`, as in the reports), cells by status, where the cubes and reports are."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +11,7 @@ import xarray as xr
 from ...cube import STATUSES, attr_json
 from ..load import Cube, load_cube, metric_name
 from .paper_tables import fmt_sig as fmt_num
+from .ranks import CRITERION, ranked
 
 #: with more methods than ALL, the terminal shows the best TOP and those of --plugin
 TOP = 5
@@ -43,19 +44,17 @@ def from_plugins(cube: Cube, specs: Iterable[str]) -> set[str]:
 
 def summary_lines(cubes: Mapping[str, xr.Dataset] | Iterable[xr.Dataset], *, plugins: Iterable[str] = (),
                   top: int = TOP) -> list[str]:
-    """Per experiment: its ranking (`cmbench.ranking.rank`, the reports' ranking) by its first
+    """Per experiment: its ranking (`ranks.ranked`, the reports' ranking) by its first
     metric, every method when there are at most `ALL`, else the best ``top`` and every method
     from ``plugins`` below them; then its cells by status.
     """
-    from ...ranking import CRITERION, rank
-
     cubes = list(cubes.values()) if isinstance(cubes, Mapping) else list(cubes)
     plugins = list(plugins)
     lines = []
     for i, ds in enumerate(cubes):
         cube = load_cube(ds, index=i)
         metric = cube.metrics[0]
-        df = rank(cube, metric)
+        df = ranked(cube, metric)
         mine = from_plugins(cube, plugins)
         lines.append(f"{cube.experiment}: methods by {metric_name(metric, math=False)}, {CRITERION}; "
                      f"{int(df['total_cells'].max()) if len(df) else 0} cells")
