@@ -111,6 +111,28 @@ def bundle_suite(suite: Suite, limit: int = SHIP_LIMIT) -> SuiteBundle:
                        digest=h.hexdigest(), limit=limit, limits=tuple(size_limits()))
 
 
+def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
+    """The suite as its jobs carry it, registered in this process (`register`).
+
+    Data files travel only to a cluster of other machines: local processes and
+    a local Dask cluster read them where the client does.
+
+    Parameters
+    ----------
+    suite : Suite
+        The loaded suite.
+    scheduler : str or None
+        The Dask scheduler's address, ``"local"`` or None (local processes).
+
+    Returns
+    -------
+    SuiteBundle
+    """
+    packed = bundle_suite(suite, limit=SHIP_LIMIT if scheduler and scheduler != "local" else 0)
+    register(suite, packed)
+    return packed
+
+
 def _read(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()

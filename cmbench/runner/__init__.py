@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 
-from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
+from ..bundle import SuiteBundle, pack
 from ..errors import UserError
 from ..files import check_target
 from ..options import check_run_options
@@ -201,17 +201,6 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     finally:
         store.unlock()
     return written
-
-
-def pack(suite: Suite, scheduler: Optional[str]) -> SuiteBundle:
-    """The suite as its jobs carry it, registered in this process.
-
-    Data files travel only to a cluster of other machines: local processes and
-    a local Dask cluster read them where the client does.
-    """
-    packed = bundle_suite(suite, limit=SHIP_LIMIT if scheduler and scheduler != "local" else 0)
-    register(suite, packed)
-    return packed
 
 
 def _write_cubes(suite: Suite, results: dict, store: Store, folder: Path, root: Path,

@@ -142,7 +142,7 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
     timeout : ``--timeout`` for each load.
     workers : how many child processes load third-party data sets at once.
     bundle : the suite's `cmbench.bundle.SuiteBundle`, installed in those processes (default
-        the suite packed and registered here, `cmbench.runner.pack`).
+        the suite packed and registered here, `cmbench.bundle.pack`).
     isolate : load third-party data sets in child processes (False: here, for ``--pdb``).
 
     Returns
@@ -155,7 +155,7 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
         A data set's data error, on one line naming the suite file, the
         experiment and the data set (and its plugin when it is not cmbench's).
     """
-    from . import pack
+    from ..bundle import pack
     from .executors import run_jobs
 
     bundle = bundle if bundle is not None else pack(suite, None)
