@@ -14,7 +14,7 @@ the component twice, with equal rngs and different global random states, and
 returns a `Probe`: ``value`` the checked output (None when the call raised),
 ``problems`` the failed checks with their reasons, ``undefined`` the reason of
 a `cmbench.Undefined` or `cmbench.NotApplicable`.
-The output checks themselves are the runner's (`cmbench.runner.checks`), so a
+The output checks themselves are the runner's (`cmbench.runner.contracts`), so a
 component that passes here is never recorded as a failed cell for breaking
 the contract.
 """
@@ -35,7 +35,7 @@ from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
 from .plugins import (KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins,
                       resolve_plugin, split_spec, watch_child)
-from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
+from .runner.contracts import check_corruption, check_data, check_estimate, check_recovery
 from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
 from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
 from .suite import MAX_SEED, Entry

@@ -253,11 +253,11 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
               help="Also write the ranking and mean-error tables here, as CSV and LaTeX (booktabs).")
 def report(cubes, output, baseline, png_dir, tables_dir) -> None:
     """Draw the PDF report of one or more results cubes (no rerun needed)."""
-    from .files import SUFFIXES, check_target
+    from .files import KIND_SUFFIXES, check_target
     from .report import write_report
 
     suffix = Path(output).suffix.lower()
-    kind = next((k for k in ("pdf", "html") if suffix in SUFFIXES[k]), None)
+    kind = next((k for k in ("pdf", "html") if suffix in KIND_SUFFIXES[k]), None)
     # writing over an input is the most telling refusal: check_target says it before the suffix
     check_target(output, inputs=[*cubes, *([baseline] if baseline is not None else [])], kind=kind)
     if kind is None:

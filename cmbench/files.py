@@ -140,7 +140,7 @@ def remove_matching(folder: Path, *patterns: re.Pattern) -> int:
 
 # ---------------------------------------------------------------- the path guard
 #: the file names each kind of output takes (a kind without an entry takes any name)
-SUFFIXES = {
+KIND_SUFFIXES = {
     "pdf": (".pdf",), "html": (".html", ".htm"), "netcdf": (".nc",), "csv": (".csv",),
     "parquet": (".parquet",), "tex": (".tex",), "png": (".png",),
 }
@@ -236,7 +236,7 @@ def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = No
         to ``path`` (nor ``path`` itself) may be a symbolic link, which could
         lead outside it. ``root`` itself may be a link: the user chose it.
     inputs : files the command reads; ``path`` may be none of them.
-    kind : the kind of file written (a key of `SUFFIXES`, ``"json"``..., or ``"folder"``):
+    kind : the kind of file written (a key of `KIND_SUFFIXES`, ``"json"``..., or ``"folder"``):
         ``path`` must carry one of its suffixes, and an existing file there
         must be empty or of the same kind by its content (`sniff`), so that a
         cube, a table or a user's file is never replaced by a report.
@@ -257,9 +257,9 @@ def check_target(path: str | os.PathLike, *, root: str | os.PathLike | None = No
     for given in inputs:
         if _same_file(path, Path(given)):
             raise UserError(f"{path}: cmbench will not {verb} it: it is one of the inputs")
-    if kind is not None and kind in SUFFIXES and path.suffix.lower() not in SUFFIXES[kind]:
+    if kind is not None and kind in KIND_SUFFIXES and path.suffix.lower() not in KIND_SUFFIXES[kind]:
         raise UserError(f"{path}: a {kind.upper() if len(kind) <= 4 else kind} file needs a name ending in "
-                        f"{' or '.join(SUFFIXES[kind])}, not {path.suffix or '(no suffix)'!r}")
+                        f"{' or '.join(KIND_SUFFIXES[kind])}, not {path.suffix or '(no suffix)'!r}")
     if root is not None:
         root = Path(root)
         absolute = Path(os.path.abspath(path))

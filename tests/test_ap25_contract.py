@@ -7,7 +7,7 @@ import pytest
 import cmbench
 from cmbench.check import probe_adversary
 from cmbench.errors import UserError
-from cmbench.runner.checks import kept_rows
+from cmbench.runner.contracts import kept_rows
 from cmbench.runner.matrices import Damaged, decode, encode, rows_of
 from conftest import write
 
@@ -156,11 +156,11 @@ def test_kept_rows_matches_equal_rows_in_order_and_refuses_others():
 
 def test_kept_rows_survives_a_hash_collision(monkeypatch):
     """Rows are keyed by a hash of their bits; equal keys of different rows fall back to the rows."""
-    from cmbench.runner import checks
+    from cmbench.runner import contracts
 
     X = np.random.default_rng(3).standard_normal((30, 4))
     rows = np.array([5, 2, 29, 0])
-    monkeypatch.setattr(checks, "_row_keys", lambda M: np.zeros(M.shape[0], dtype=np.uint64))  # all collide
+    monkeypatch.setattr(contracts, "_row_keys", lambda M: np.zeros(M.shape[0], dtype=np.uint64))  # all collide
     np.testing.assert_array_equal(kept_rows(X[rows], X), rows)
     with pytest.raises(ValueError, match="row 1 of its result is not a row"):
         kept_rows(np.vstack([X[0], X[0] + 1.0]), X)

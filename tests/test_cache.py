@@ -285,7 +285,7 @@ def test_an_estimator_writing_into_its_input_cannot_change_other_cells(env):
 
 def test_a_write_around_numpy_is_caught_by_the_digest_check():
     from cmbench.runner.matrices import frozen
-    from cmbench.runner.checks import FAILED, OK, Outcome, _known_digest, untouched
+    from cmbench.runner.contracts import FAILED, OK, Outcome, _known_digest, untouched
 
     X = frozen(np.arange(6.0).reshape(3, 2))
     _known_digest(X)

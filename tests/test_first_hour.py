@@ -407,7 +407,7 @@ def test_a_file_size_limit_during_the_run_is_one_line(tmp_path):
 # ------------------------------------------------------------------ adversaries, ranks, estimators
 
 def test_a_replace_mode_adversary_may_not_hide_nor_put_inf(tmp_path):
-    from cmbench.runner.checks import check_corruption
+    from cmbench.runner.contracts import check_corruption
     from cmbench.suite import Entry
 
     adv = Entry("x", load_plugins().adversaries["replace-values"], {})

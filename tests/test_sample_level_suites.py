@@ -112,13 +112,13 @@ def test_quick_suite_runs_and_its_claims_hold(name, tmp_path):
 def test_full_size_data_sets_are_described_from_their_parameters(monkeypatch):
     # dkk17 at d = 400 is 1.28 GB: the client describes each data set from its
     # parameters (gaussian's shape callable) and never draws one before the sweep.
-    from cmbench.runner import loading, memo
+    from cmbench.runner import dataset_loading, memo
 
     def no_load(job):
         raise AssertionError(f"data set {job.dataset} was loaded in the client")
 
     monkeypatch.setattr(memo, "load_data", no_load)
     suite = load_suite("dkk17")
-    found = loading.load_datasets(suite)
+    found = dataset_loading.load_datasets(suite)
     shapes = {label: tuple(l.info["shape"]) for (_, label), l in found.items()}
     assert shapes == {f"dkk17.d_{d}": (1000 * d, d) for d in range(100, 401, 50)}

@@ -108,7 +108,7 @@ def test_local_workers_run_the_jobs():
 
 def test_long_units_go_first():
     from cmbench.runner import _cost
-    from cmbench.runner.loading import Loaded
+    from cmbench.runner.dataset_loading import Loaded
     from cmbench.runner.units import Job, Work
 
     data = {("e", "big"): Loaded({"shape": [1000, 50]}), ("e", "small"): Loaded({"shape": [100, 5]})}

@@ -43,7 +43,7 @@ from .stages import computes, lookup, merged, records_of, unit_keys, unit_result
 from .store import Store
 from ..sizes import parse_size
 from . import guard
-from .loading import is_foreign, load_datasets
+from .dataset_loading import is_foreign, load_datasets
 from ..cube import FAILURES, UnitResult, failed_cells
 from .jobs import Job, work_result
 from .metrics import RECOVERED_TOLERANCE

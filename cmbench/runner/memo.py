@@ -8,7 +8,7 @@ from typing import Optional
 from ..components import Data
 from ..cube import OK
 from ..suite import Entry, Experiment, Suite
-from .checks import check_data
+from .contracts import check_data
 from .guard import Outcome, run
 from .jobs import Job
 from .seeds import rng_for

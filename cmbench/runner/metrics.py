@@ -11,7 +11,7 @@ from ..errors import describe_error
 from ..suite import bind
 from ..theory import changed_entries, d_entry_bound
 from . import guard
-from .checks import readonly
+from .contracts import readonly
 
 
 #: an entry counts as recovered within this many standard deviations of its column

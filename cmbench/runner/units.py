@@ -20,7 +20,7 @@ import numpy as np
 from ..components import Data
 from ..cube import FAILED, FAILURES, NOT_APPLICABLE, OK, RECOVERY_VARS, UNDEFINED, Record, UnitResult, record, verdict
 from ..suite import Entry, Experiment, bind
-from .checks import _before, check_corruption, check_estimate, check_recovery, guarded, readonly, untouched
+from .contracts import _before, check_corruption, check_estimate, check_recovery, guarded, readonly, untouched
 from .guard import Outcome, call
 from .jobs import Job, Pair, Work, WorkResult, full_work, work_result
 from .matrices import Damaged, decode, encode, rows_of, sealed, stored

@@ -14,10 +14,7 @@ from typing import Sequence
 from ...errors import UserError
 from ...files import check_target, replaced
 
-__all__ = ["check_out", "write_bytes", "SUFFIXES"]
-
-#: the suffixes of each kind of report
-SUFFIXES = {"pdf": (".pdf",), "html": (".html", ".htm")}
+__all__ = ["check_out", "write_bytes"]
 
 
 def check_out(out: str | os.PathLike, inputs: Sequence = (), *, kind: str) -> Path:
