@@ -245,23 +245,3 @@ def test_describe_error_names_the_plugins_own_line(tmp_path):
         frozen[0] = 1.0
     assert describe_error(info.value).startswith("ValueError: ")
     assert " - the plugin modified its input in place (" in describe_error(info.value)
-
-
-def test_no_builtin_plugin_imports_another():
-    """Built-in plugins share code only through the public contract (cmbench.theory, ...)."""
-    import ast
-    import importlib
-
-    from cmbench.plugins import BUILTIN_MODULES
-
-    for name in BUILTIN_MODULES:
-        module = importlib.import_module(f"cmbench.builtins.{name}")
-        tree = ast.parse(open(module.__file__, encoding="utf-8").read())
-        imported = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                imported |= {f"{node.module}.{a.name}" for a in node.names} | {node.module}
-            elif isinstance(node, ast.Import):
-                imported |= {a.name for a in node.names}
-        others = {f"cmbench.builtins.{other}" for other in BUILTIN_MODULES if other != name}
-        assert not imported & others, f"{name} imports {sorted(imported & others)}"
