@@ -1,4 +1,4 @@
-"""`cmbench check` runs plugin code as a suite does (issue 31, items 4 and 7).
+"""`cmbench check` runs plugin code as a suite does.
 
 Each call goes through the runner's guarded call (a per-call timeout, any
 BaseException caught) in a child process, so that a component that loops

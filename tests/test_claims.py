@@ -222,7 +222,7 @@ def test_run_records_claims_and_convergence_and_the_cli_prints_verdicts(write_su
 
 
 def test_report_has_the_claims_page_and_convergence_counts(tmp_path):
-    from test_report import make_cube, pdf_pages_text, squash
+    from helpers import make_cube, pdf_pages_text, squash
 
     from cmbench.report import write_report
 

@@ -1,7 +1,4 @@
 """The command line as a user meets it: real subprocesses, exit codes, one-line errors."""
-import gc
-
-import pytest
 import xarray as xr
 
 import cmbench
@@ -16,19 +13,6 @@ def refused(result, *needles):
 def test_version():
     result = cli("--version")
     assert result.returncode == 0 and cmbench.__version__ in result.stdout
-
-
-@pytest.mark.parametrize("args, code", [(["--version"], 0), (["suite", "no-such-suite"], 2)])
-def test_console_script_leaves_the_garbage_collector_alone(monkeypatch, args, code):
-    # the library and the console script behave alike: no thresholds of their own, nothing frozen
-    from cmbench.cli import run
-
-    monkeypatch.setattr("sys.argv", ["cmbench", *args])
-    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
-    with pytest.raises(SystemExit) as stop:
-        run()
-    assert stop.value.code == code
-    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == frozen
 
 
 def test_plugins_table_lists_builtins_and_a_plugin_file(winsorized_file):

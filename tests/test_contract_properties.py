@@ -10,7 +10,7 @@ itself.
 Hypothesis draws random shapes (including N < n and n = 1), budgets, value
 patterns (ties, low rank x = A z, wide scales) and NaN patterns (scattered,
 whole rows, whole columns, no complete row, everything missing) and checks what
-DESIGN.md and `cmbench.components` promise:
+`cmbench.components` promises:
 
 - adversaries: same shape, float, the budget at the declared level (A1 rows,
   A2 entries per column, A3 entries), missing mode only hides, replace mode

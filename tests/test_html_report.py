@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from cmbench.report.render.html import write_html
-from test_report import make_cube, pdf_pages_text, set_cells, squash
+from helpers import make_cube, pdf_pages_text, set_cells, squash
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -54,7 +54,7 @@ def test_builtin_metrics_are_registered_through_the_hook():
 
 
 def test_a_plugin_metric_gets_a_cube_variable_and_a_report_page(tmp_path, suite_file):
-    from test_report import pdf_pages_text
+    from helpers import pdf_pages_text
 
     path = suite_file(estimators='["mean", "cmedian"]',
                       metrics='["relative-l2", {name = "worst-coordinate", label = "worst-sq", power = 2.0}]')

@@ -3,7 +3,7 @@ import pandas as pd
 
 from cmbench.report.load import load_cube
 from cmbench.report.content.paper_tables import mean_error_table, write_tables
-from test_report import make_cube, set_cells
+from helpers import make_cube, set_cells
 
 METHODS = {"Empirical Mean": ["none", "mean"], "C-Median": ["none", "coord-median"],
            "Two_Step&E": ["exact", "mean"]}  # error grows with k + 1: Empirical Mean is best

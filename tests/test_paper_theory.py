@@ -30,7 +30,7 @@ def test_general_position_m_a_bounds_m_a():
 
 
 def test_the_report_draws_the_general_position_bound_with_its_legend():
-    from test_report import THRESHOLDS, make_cube
+    from helpers import THRESHOLDS, make_cube
 
     from cmbench.report.content.figures import thresholds_for
     from cmbench.report.load import load_cube
@@ -65,7 +65,7 @@ def test_dis_compare_example_gives_the_papers_distances():
 
 
 def test_dis_compare_page_in_a_report_that_names_it(tmp_path):
-    from test_report import make_cube, pdf_pages_text, squash
+    from helpers import make_cube, pdf_pages_text, squash
 
     from cmbench.report import write_report
 

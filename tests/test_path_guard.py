@@ -1,6 +1,6 @@
 """The path guard: cmbench writes or deletes only what `cmbench.files.check_target` allows.
 
-Issue 31, items 2 and 3: a report never replaces a cube, a table or any file of
+A report never replaces a cube, a table or any file of
 another kind, nor one of its inputs, and gets a report's name; an export never
 replaces its cubes; a symbolic link inside a suite's cache folder is refused,
 never followed, by a run, ``--no-resume`` and ``cmbench cache clear``.

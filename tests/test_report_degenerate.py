@@ -13,7 +13,7 @@ from cmbench.errors import UserError
 from cmbench.report import write_report
 from cmbench.report.render.html import write_html
 
-from test_report import make_cube, pdf_pages_text, set_cells, squash
+from helpers import make_cube, pdf_pages_text, set_cells, squash
 
 
 def _failed(ds):

@@ -11,7 +11,7 @@ import pytest
 
 from cmbench.report.content import significance
 
-from test_report import make_cube
+from helpers import make_cube
 
 
 def test_building_the_records_loads_no_plotting_library(tmp_path):

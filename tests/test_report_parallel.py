@@ -18,7 +18,7 @@ from cmbench.report.layout import Page
 from cmbench.report.suite_step import write_suite_reports
 
 from conftest import alive, survivors
-from test_report import make_cube, pdf_pages_text
+from helpers import make_cube, pdf_pages_text
 
 ADVERSARIES = ("min-rho", "random-rho")
 

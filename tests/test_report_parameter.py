@@ -13,7 +13,7 @@ from cmbench.report.content.figures import SAMPLING
 from cmbench.report.load import load_cube
 from cmbench.report.model import build_report
 
-from test_report import make_cube, pdf_pages_text, squash
+from helpers import make_cube, pdf_pages_text, squash
 
 DIMS = (100, 200, 300)
 

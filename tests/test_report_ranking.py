@@ -10,7 +10,7 @@ from cmbench.report.render.html import write_html
 from cmbench.report.content.paper_tables import write_tables
 from cmbench.report.content.summary import summary_lines
 
-from test_report import make_cube
+from helpers import make_cube
 
 METHODS = {f"method {k:02d}": ("none", e) for k, e in enumerate(
     ["mean", "coord-median", "sanitize", "trimmed", "mom", "a", "b", "c", "d", "e", "f"])}

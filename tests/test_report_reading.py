@@ -20,7 +20,7 @@ from cmbench.report.model import build_report
 from cmbench.report.render.html import Figures, render_curves
 from cmbench.suite import load_suite
 from test_params_as_data import suite_text
-from test_report import make_cube, pdf_pages_text
+from helpers import make_cube, pdf_pages_text
 
 ROOT = Path(__file__).resolve().parents[1]
 #: DKK17-quick's methods and the order of their errors there (the noisy mean's label is the

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from cmbench.report.content import theory_pages
 from cmbench.report.suite_step import write_suite_reports
 
-from test_report import make_cube, pdf_pages_text
+from helpers import make_cube, pdf_pages_text
 
 
 def _outputs(tmp_path: Path, ds) -> SimpleNamespace:

@@ -8,7 +8,7 @@ import pytest
 from cmbench import cube as cubes
 from cmbench.report.content.summary import summary_lines
 from cmbench.runner.units import RECOVERED_TOLERANCE, recovery_fractions
-from test_report import pdf_pages_text, squash
+from helpers import pdf_pages_text, squash
 
 
 def test_a_fill_is_not_a_recovery():

@@ -1,4 +1,4 @@
-"""A run's options, checked once for a real run and ``--dry-run`` (issue 31, items 6, 9 and 11).
+"""A run's options, checked once for a real run and ``--dry-run``.
 
 ``--workers auto`` (the default of ``cmbench suite``) is the number of usable
 cores and more than four workers per usable core is refused; ``--dry-run``

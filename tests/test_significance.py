@@ -11,7 +11,7 @@ from cmbench.report.load import load_cube
 from cmbench.report.content.range_quantiles import QUANTILES
 from cmbench.report.content.significance import (block_scores, cd_diagram, friedman, friedman_statistic, rank_average,
                                          nemenyi_cd, range_quantile, run_tests)
-from test_report import make_cube, pdf_pages_text, set_cells, squash
+from helpers import make_cube, pdf_pages_text, set_cells, squash
 
 
 def test_demsar_worked_example():

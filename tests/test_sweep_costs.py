@@ -1,15 +1,12 @@
 """The sweep's fixed costs kept cheap without changing what it checks or computes.
 
 Stored documents read back on their fast path and on the old one, damaged ones
-are refused on both; matrices decode bit for bit; the thread-pool scan is
-redone after an import; a started pool serves the sweep; and the cost order
-puts the long units first.
+are refused on both; matrices decode bit for bit; a started pool serves the
+sweep; and the cost order puts the long units first.
 """
 import hashlib
 import json
 import operator
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -89,16 +86,6 @@ def test_matrices_with_scattered_changes_decode_bit_for_bit():
     assert head["count"] == int((M.view(np.uint64) != X.view(np.uint64)).sum())
     with pytest.raises(Damaged):
         decode(blob[:-8], X)  # one value short of the mask
-
-
-def test_the_thread_pool_scan_is_kept_until_a_module_is_imported(monkeypatch):
-    with units._one_thread():
-        first = units._CONTROLLER[0]
-    with units._one_thread():
-        assert units._CONTROLLER[0] is first
-    monkeypatch.setitem(sys.modules, "cmbench_test_fresh_module", types.ModuleType("cmbench_test_fresh_module"))
-    with units._one_thread():
-        assert units._CONTROLLER[0] is not first
 
 
 def test_local_workers_run_the_jobs():

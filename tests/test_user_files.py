@@ -1,4 +1,4 @@
-"""One function opens a user's data file (issue 31, item 5).
+"""One function opens a user's data file.
 
 `cmbench.data.open_user_file` accepts a regular file only, checks its size on
 the open descriptor before reading, and every read or digest of a user's file

@@ -42,8 +42,9 @@ class Page:
     ``record`` holds everything the drawing depends on (numbers, labels,
     colours), so that its digest says whether a drawn page can be reused;
     ``None`` means the page is always drawn. ``cost``: about how long the page takes
-    to draw, relative to a page of curves; helper processes take the costliest
-    first, so that none is left with a long page at the end.
+    to draw, relative to a page of curves; the drawing pool (`render.drawing`) splits the
+    pages into groups of about equal cost, costliest first, so that no process is left
+    with a long page at the end.
     """
 
     slug: str
