@@ -266,7 +266,7 @@ def main() -> None:
             print("cube with the plugin " + ("equals a cold run with it" if not diffs[name]
                                               else f"DIFFERS from a cold run with it: {diffs[name]}"))
     first = list(args.cmds)[0]
-    for other in list(args.cmds)[1:]:  # issue 32's gate: a cold run no slower than the baseline's by > 5%
+    for other in list(args.cmds)[1:]:  # the gate: a cold run no slower than the baseline's by > 5%
         (w0, c0), (w1, c1) = median(runs[first]["cold"]), median(runs[other]["cold"])
         print(f"\ncold {other} / {first}: wall {w1 / w0:.3f}, CPU {c1 / c0:.3f}; no slower by more than 5%: "
               f"{'PASS' if w1 <= 1.05 * w0 else 'FAIL'} (wall), {'PASS' if c1 <= 1.05 * c0 else 'FAIL'} (CPU)")

@@ -7,9 +7,10 @@
 Ratios, not absolute times: this machine is shared and noisy, so each target
 times the fast kernel and its baseline back to back (best of ``--repeat`` for
 the short ones) and prints both timings, their ratio, the errors where they
-matter and PASS or FAIL against the target of issue 7 (and issue 5 for the
-suite). It is a report, not a test: it exits 0 whatever FAILs; the test suite
-checks only that the fast kernels give the simple kernels' results.
+matter and PASS or FAIL against its target (each `Result` states it, e.g.
+"workers 2 < 60 s and >= 1.6x workers 1" for the paper suite). It is a report,
+not a test: it exits 0 whatever FAILs; the test suite checks only that the fast
+kernels give the simple kernels' results.
 
 Kernels run with BLAS limited to one thread, as the runner calls them (each
 unit runs under ``threadpool_limits(1)``); the suite target uses the CLI in a

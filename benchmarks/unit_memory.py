@@ -5,7 +5,7 @@ python benchmarks/unit_memory.py              # DKK17 at d = 400, N = 400,000, a
 python benchmarks/unit_memory.py --d 200      # a smaller look
 ```
 
-Target (issue 34): one unit of the full ``dkk17`` suite at d = 400 (one data
+Target: one unit of the full ``dkk17`` suite at d = 400 (one data
 set, one instance, DKK17's noise at eps = 0.1, the ten estimators of its
 ``figure1`` experiment) peaks below three times its data matrix
 (N x d float64, 1.28 GB) in every process.
