@@ -4,8 +4,10 @@ The sample (N, n) is read a block of rows (or columns) at a time, about
 `cmbench.theory.BLOCK_ELEMENTS` entries each, so that no helper forms an
 (N, n) temporary beside the sample. `complete_rows` drops the rows holding a
 missing entry (NaN), `finite` turns a non-finite estimate into
-`cmbench.Undefined`, and `unit_scale` rescales rows whose squares would
-overflow or underflow.
+`cmbench.Undefined`, `unit_scale` rescales rows whose squares would overflow
+or underflow, and `spatial_median` is the geometric median of the rows (the
+``geometric-median`` estimator's computation, which ``median-of-means`` uses
+on its block means).
 
 `cmbench.builtins.estimators`, `cmbench.builtins.sample_estimators` and
 `cmbench.builtins.ap25_estimators` import these; this module registers no
