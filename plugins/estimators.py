@@ -610,10 +610,12 @@ def _onto_affine_hull(Y: np.ndarray, point: np.ndarray, rtol: float = 1e-10) -> 
 
 
 def _sq_norms(Y: np.ndarray, center: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """``||(Y_i - center) @ W||^2`` per row, (N,), in row chunks."""
+    """``||(Y_i - center) @ W||^2`` per row, (N,), in row chunks; a 1-D ``W`` is the diagonal
+    of a diagonal W, applied entry by entry (the same numbers as the product, in O(N n))."""
     out = np.empty(Y.shape[0])
     for sl in _row_blocks(*Y.shape):
-        Z = (Y[sl] - center) @ W
+        Z = Y[sl] - center
+        Z = Z * W if W.ndim == 1 else Z @ W
         out[sl] = np.einsum("ij,ij->i", Z, Z)
     return out
 
@@ -654,7 +656,7 @@ def _robust_covariance(Y: np.ndarray, keep: float, steps: int = 3) -> tuple[np.n
     N, n = Y.shape
     h = max(min(N, n + 1), int(math.ceil(keep * N)))
     center, scale = _robust_location_scale(Y)
-    dist = _sq_norms(Y, center, np.diag(1.0 / scale))
+    dist = _sq_norms(Y, center, 1.0 / scale)
     for step in range(steps + 1):
         idx = np.argpartition(dist, h - 1)[:h] if h < N else np.arange(N)
         center, C = _mean_cov(Y, idx)
