@@ -74,12 +74,12 @@ def high_water(pid: int) -> int:
     return 0
 
 
-def run(d: int, cmbench: str) -> tuple[int, float, float, int]:
-    """(peak bytes over the process tree, wall s, CPU s of the tree, exit code) of one unit at ``d``."""
+def run(d: int, cmbench: str, workers: int = 1) -> tuple[int, float, float, int]:
+    """(peak bytes of the largest process, wall s, CPU s of the tree, exit code) of one unit at ``d``."""
     with tempfile.TemporaryDirectory() as tmp:
         suite = Path(tmp) / "unit.toml"
         suite.write_text(one_unit_suite(d))
-        cmd = [cmbench, "suite", str(suite), "--out", str(Path(tmp) / "out"), "--workers", "1",
+        cmd = [cmbench, "suite", str(suite), "--out", str(Path(tmp) / "out"), "--workers", str(workers),
                "--no-report", "--no-progress"]
         before = os.times()
         t0 = time.perf_counter()

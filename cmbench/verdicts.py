@@ -156,6 +156,8 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
                            "which methods agree (same = [...]), or which stay below a bound "
                            "(methods = [...], below = x)")
 
+    SINGULAR_OF = {"methods": "method", "data sets": "data set", "adversaries": "adversary"}
+
     def labels(key, valid, what, least=1):
         items = table.get(key)
         if items is None:
@@ -165,7 +167,7 @@ def _parse_one(table, where, error, methods, datasets, metrics, adversaries, thr
         for j, item in enumerate(items):
             if not isinstance(item, str) or item not in valid:
                 raise error(f"{where}.{key}[{j}]",
-                            f"{what[:-1] if what.endswith('s') else what} {item!r} is not in this "
+                            f"{SINGULAR_OF.get(what, what)} {item!r} is not in this "
                             f"experiment; {choices_hint(str(item), valid)}")
         if len(set(items)) != len(items):
             raise error(f"{where}.{key}", "a label appears twice")

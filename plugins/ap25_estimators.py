@@ -446,7 +446,10 @@ def _capped_simplex(w: np.ndarray, cap: float) -> np.ndarray:
 def _weighted_top(Y: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
     """Top eigenpair of ``Sigma_w = sum w_i x_i x_i^T - mu_w mu_w^T``, ``mu_w = sum w_i x_i``."""
     mu = w @ Y
-    S = Y.T @ (Y * w[:, None])
+    # sum w_i x_i x_i^T as Z^T Z with Z = sqrt(w) x: NumPy takes A^T A to the symmetric
+    # rank-k update (half the products of a general Y^T (w Y)); weights are >= 0.
+    Z = Y * np.sqrt(w)[:, None]
+    S = Z.T @ Z
     S -= np.outer(mu, mu)
     return _top_eigenpair(S)
 

@@ -183,6 +183,10 @@ def test_suite_claims_parse(write_suite):
     (('id = "e"', 'id = "d"'), r"claim\[1\]\.id", "duplicate claim id 'd'"),
     (('same = ["Two-Step-M", "Two-Step-E"]', 'same = ["Two-Step-M"]'), r"claim\[1\]\.same", "at least 2"),
     (('factor = 2.0', 'rtol = 0.1'), r"claim\[0\]\.rtol", "does not apply"),
+    (('factor = 2.0', 'factor = 2.0\nadversaries = ["hide-largets"]'), r"claim\[0\]\.adversaries\[0\]",
+     "adversary 'hide-largets' is not in this experiment"),
+    (('factor = 2.0', 'factor = 2.0\ndatasets = ["gausian"]'), r"claim\[0\]\.datasets\[0\]",
+     "data set 'gausian' is not in this experiment"),
 ])
 def test_claim_mistakes_name_file_and_key(write_suite, change, key, match):
     path = write_suite(SUITE.replace(*change))

@@ -39,13 +39,13 @@ from ..options import check_run_options
 from ..output import writable_folder
 from ..suite import Experiment, Suite, load_suite, shown
 from .executors import run_jobs
-from .stages import computes, lookup, merged, records_of, unit_keys, unit_result
-from .store import Store
+from .stages import computes, cells_only, lookup, merged, records_of, unit_keys, unit_result
+from .store import Store, empty_body
 from ..sizes import parse_size
 from . import guard
 from .dataset_loading import is_foreign, load_datasets
 from ..cube import FAILURES, UnitResult, failed_cells
-from .jobs import Job, work_result
+from .jobs import Job, balanced, work_result
 from .metrics import RECOVERED_TOLERANCE
 from .units import execute
 
@@ -262,6 +262,8 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
              for exp, job in plan(suite, timeout, packed.digest)}  # unit -> (experiment, job, stage keys)
     stats.total, stats.cached, stats.cells, stats.cached_cells = len(units), 0, 0, 0
     waiting, bar, running = list(units), None, None
+    partial: dict = {}  # unit -> the records of its parts in so far, when split (`jobs.balanced`)
+    shared: set = set()  # split units whose shared stages (corruption, recoveries) a part has given
 
     def missing(unit, ship=bool(scheduler)):  # local workers read the cache
         """The unit's `Work` still to do; None when the cache holds all of it (its result is then taken)."""
@@ -308,20 +310,37 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             # sweep; results never depend on the order (see `seeds`). Sorting is stable: units
             # of equal cost keep the plan's order.
             todo.sort(key=lambda job: -_cost(job, datasets))
+            todo = balanced(todo, workers, lambda job: _cost(job, datasets),
+                            lambda job: _cheap_shared(units[(job.experiment, job.coords)][0], job.work))
+            left = {}  # unit -> its parts still running, when split
+            for job in todo:
+                left[(job.experiment, job.coords)] = job.parts
             if bar is None:
                 bar = _progress_bar(suite, stats, progress)
             running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed,
                                show=None if bar.disable else _inside(bar, stats))
             for job, out in itertools.chain(known, running):
-                exp, _, keys = units[(job.experiment, job.coords)]
+                unit = (job.experiment, job.coords)
+                exp, _, keys = units[unit]
                 store.stale += out.get("stale", 0)  # damaged since the lookup: its worker computed them anew
+                if job.parts > 1:  # the first part in with the shared stages gives them; the others' are dropped
+                    if unit in shared:
+                        out = cells_only(out, job)
+                    elif out.get("corruption") is not None or out.get("recovery"):
+                        shared.add(unit)
                 fresh, cacheable, matrices = records_of(out, keys)
-                # counted before its document is written: a Ctrl-C in between reports one unit
-                # more than is kept (the one cut short), never one less
-                stats.computed += 1
                 # Failed or timed-out records are not stored: the next run computes them again,
                 # while everything around them is kept.
                 store.add(keys.corruption, cacheable, matrices)
+                if job.parts > 1:  # a split unit: its result once every part is in
+                    fresh = merged(partial.pop(unit, empty_body()), fresh)
+                    left[unit] -= 1
+                    if left[unit]:
+                        partial[unit] = fresh
+                        continue
+                # counted once its last part is stored: a Ctrl-C before reports it unfinished,
+                # though some of its cells are kept
+                stats.computed += 1
                 result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
                 results[exp.name][job.coords] = result
                 if failed_cells(result):
@@ -408,6 +427,12 @@ def _cost(job: Job, datasets: dict) -> float:
         return float(shape[0] * shape[1])
     stages = len(work.recover) * (0.25 + job.budget) + 0.02 * (len(work.estimate) + len(work.pairs) * 50)
     return float(shape[0] * shape[1]) * (stages + 0.02 * work.corruption)
+
+
+def _cheap_shared(exp: Experiment, work) -> bool:
+    """Whether a part of a split unit would recompute little: its recoveries are cached or the
+    identity (``none``, the sample-level studies'); a real recovery would be run once per part."""
+    return all(r.decl.name == "none" for r in exp.recoverers if r.label in work.recover)
 
 
 def _first_failure(exp: Experiment, job, result: UnitResult) -> StoppedAtFailure:

@@ -293,7 +293,7 @@ def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str
     """
     if scheduler:
         return dask(jobs, fn, scheduler, workers, bundle)
-    if workers > 1 and len(jobs) > 1:
+    if workers > 1 and jobs:  # even one: the client keeps no unit's matrices (a full-size one's are GBs)
         return processes(jobs, _with(bundle, fn), workers, died, show)
     if isolate and jobs:
         return processes(jobs, _with(bundle, fn), 1, died, show)

@@ -8,8 +8,10 @@ stage cache holds). The worker answers with a `WorkResult`.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, TypedDict
+from typing import TYPE_CHECKING, Callable, Optional, TypedDict
 
 from ..cube import Record
 
@@ -59,10 +61,54 @@ class Job:
     budget: float
     timeout: Optional[float] = None
     work: Optional[Work] = None
+    part: int = 0  # of a unit split across workers (`split`): which part, and how many
+    parts: int = 1
 
     @property
     def coords(self) -> tuple:
         return (self.dataset, self.instance, self.adversary, self.budget)
+
+
+def split(job: Job, k: int) -> list[Job]:
+    """``job`` as ``k`` jobs that estimate every k-th of its cells each, for ``k`` workers.
+
+    Every part computes (or reads from the cache) what its cells share, the
+    corrupted and recovered matrices: seeds are per stage (`cmbench.runner.seeds`),
+    so each part's are the same. The first part to come back with them gives
+    their records; the others' are dropped (`cmbench.runner.stages.cells_only`),
+    so that a part whose worker dies fails its own cells only. Results do not
+    depend on the split. ``k`` is capped at the number of cells.
+    """
+    cells = job.work.estimate
+    k = max(1, min(k, len(cells)))
+    if k == 1:
+        return [job]
+    return [dataclasses.replace(job, work=dataclasses.replace(job.work, estimate=cells[i::k]), part=i, parts=k)
+            for i in range(k)]
+
+
+def balanced(jobs: list[Job], workers: int, cost: Callable[[Job], float],
+             splittable: Callable[[Job], bool]) -> list[Job]:
+    """``jobs`` with each one larger than an even share of the total (``cost``)
+    split (`split`) into as many parts as it holds shares, at most ``workers``.
+
+    A lone large unit then keeps every worker busy, and a long unit no longer
+    makes the end of a sweep one worker's. Only jobs that ``splittable`` admits
+    are split: those whose shared stages are cheap against their cells (a
+    part recomputes them). The order is kept, parts of a job side by side.
+    """
+    if workers < 2 or not jobs:
+        return jobs
+    costs = [cost(job) for job in jobs]
+    share = sum(costs) / workers
+    out: list[Job] = []
+    for job, c in zip(jobs, costs):
+        k = min(workers, math.ceil(c / share - 1e-9)) if share > 0 else 1
+        if k > 1 and job.work is not None and not job.work.pairs and splittable(job):
+            out += split(job, k)
+        else:
+            out.append(job)
+    return out
 
 
 class Pair(TypedDict):

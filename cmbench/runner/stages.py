@@ -152,6 +152,24 @@ def records_of(out: dict, keys: UnitKeys) -> tuple[dict, dict, dict]:
     return body, cacheable, matrices
 
 
+def cells_only(out: dict, job: Job) -> dict:
+    """A part's result (`cmbench.runner.jobs.split`) with only its cells, when another part has
+    given the stages they share (computed again here from the same seeds): they are stored once.
+
+    A shared stage that failed in this part alone (a timeout) is passed on to
+    this part's cells, which would else be missing.
+    """
+    cells = {r: dict(row) for r, row in out.get("cells", {}).items()}
+    C = out.get("corruption")
+    for r_label, e_label in job.work.estimate:
+        R = out.get("recovery", {}).get(r_label)
+        failed = next((s for s in (C, R) if s is not None and s["status"] != OK), None)
+        if failed is not None and e_label not in cells.get(r_label, {}):
+            cells.setdefault(r_label, {})[e_label] = verdict(failed)
+    return {"corruption": None, "recovery": {}, "cells": cells, "pairs": {}, "matrices": {},
+            "stale": out.get("stale", 0)}
+
+
 def merged(stored: dict, fresh: dict) -> dict:
     """``fresh`` records over ``stored`` ones, without changing either."""
     out = {part: dict(stored[part], **fresh[part]) for part in ("recoveries", "cells", "pairs")}

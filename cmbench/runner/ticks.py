@@ -36,8 +36,9 @@ def expected(job: Job) -> int:
 
 
 def share(done: int, job: Job) -> float:
-    """The part of ``job`` its ``done`` calls stand for on the bar (at most `CAP`)."""
-    return min(CAP, done / max(1, expected(job)))
+    """The part of ``job``'s unit its ``done`` calls stand for on the bar (at most `CAP` of
+    the part: a unit split into parts, `jobs.split`, is one step of the bar)."""
+    return min(CAP, done / max(1, expected(job))) / job.parts
 
 
 class Board:

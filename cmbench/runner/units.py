@@ -321,6 +321,10 @@ def failed_work(job: Job, error: str) -> WorkResult:
         for r, e in work.pairs:
             result["pairs"].setdefault(r, {})[e] = Pair(corruption=dict(bad), recovery=None, cell=dict(bad))
         return result
+    if job.parts > 1:  # one part of a split unit: the others may have done the shared stages
+        for r, e in work.estimate:
+            result["cells"].setdefault(r, {})[e] = dict(bad)
+        return result
     if work.corruption:
         result["corruption"] = dict(bad)
         return result
