@@ -102,19 +102,22 @@ def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stam
     from .render.html import Figures, write_html
     from .render.pagecache import PageCache
 
-    loaded = load_cubes(cubes)
-    title = default_title(loaded)
-    sections = build_report(loaded, title=title, kinds=page_kinds(registry))
-    cache = PageCache(pages)
-    if "pdf" in todo:
-        from .render.pdf import write_report
+    pool = Pool(workers) if workers > 1 and "pdf" in todo else None
+    with pool if pool is not None else contextlib.nullcontext():
+        if pool is not None:
+            pool.warm()  # its workers import matplotlib while the model is built here
+        loaded = load_cubes(cubes)
+        title = default_title(loaded)
+        sections = build_report(loaded, title=title, kinds=page_kinds(registry))
+        cache = PageCache(pages)
+        if "pdf" in todo:
+            from .render.pdf import write_report
 
-        figures = Figures(cache) if "html" in todo else None
-        with Pool(workers) if workers > 1 else contextlib.nullcontext(draw_here) as draw:
-            write_report(loaded, todo["pdf"], page_cache=cache, draw=draw, figures=figures, title=title,
-                         sections=sections)
-        stamps.record(todo["pdf"], digest)
-        stamps.save()
+            figures = Figures(cache) if "html" in todo else None
+            write_report(loaded, todo["pdf"], page_cache=cache, draw=pool or draw_here, figures=figures,
+                         title=title, sections=sections)
+            stamps.record(todo["pdf"], digest)
+            stamps.save()
     if "html" in todo:
         write_html(loaded, todo["html"], title=title, sections=sections, page_cache=cache)
         stamps.record(todo["html"], digest)
