@@ -85,10 +85,10 @@ def register_metrics() -> Iterable["cmbench.Metric"]:  # noqa: F821
 
 
 @hookspec
-def register_report_pages() -> Iterable["cmbench.report.PageKind"]:  # noqa: F821
+def register_report_pages() -> Iterable["cmbench.PageKind"]:  # noqa: F821
     """Return the kinds of report page this plugin adds to the PDF and HTML reports.
 
-    Each `cmbench.report.PageKind` names the function building its sections
+    Each `cmbench.PageKind` names the function building its sections
     from the cubes, its record types with their matplotlib drawings and,
     optionally, plotly renderers for the HTML. The hook is called when a report
     is drawn, not when the plugin loads. The report's own pages are registered

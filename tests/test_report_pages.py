@@ -112,7 +112,7 @@ def test_a_page_its_kind_does_not_register_is_refused():
     assert build_report([cube], title="t", kinds=[PageKind("right", sections, {TextPage: draw_text_page})])
     registry = load_plugins([type("Bad", (), {"register_report_pages": staticmethod(lambda: ["page"])})()])
     with pytest.raises(PluginError, match=r"plugin .*Bad.*: register_report_pages returned 'page'; "
-                                          r"expected cmbench.report.PageKind"):
+                                          r"expected cmbench.PageKind"):
         page_kinds(registry)
     twice = type("Twice", (), {"register_report_pages": staticmethod(
         lambda: [PageKind("cells", sections, {TextPage: draw_text_page})])})()

@@ -98,7 +98,7 @@ def check_kind(kind: object, plugin: str) -> PageKind:
 
     where = f"plugin {plugin}"
     if not isinstance(kind, PageKind):
-        raise PluginError(f"{where}: register_report_pages returned {kind!r}; expected cmbench.report.PageKind")
+        raise PluginError(f"{where}: register_report_pages returned {kind!r}; expected cmbench.PageKind")
     what = f"{where}, report page kind {kind.name!r}"
     if not isinstance(kind.name, str) or not re.match(r"^[a-z0-9]+(-[a-z0-9]+)*$", kind.name):
         raise PluginError(f"{what}: the name must be kebab-case (lowercase words joined by '-')")
