@@ -114,6 +114,17 @@ def test_a_page_its_kind_does_not_register_is_refused():
     with pytest.raises(PluginError, match=r"plugin .*Bad.*: register_report_pages returned 'page'; "
                                           r"expected cmbench.PageKind"):
         page_kinds(registry)
+    with pytest.raises(PluginError, match=r"register_report_pages\(\) must return an iterable of "
+                                          r"cmbench.PageKind, got int"):
+        page_kinds(load_plugins([type("Five", (), {"register_report_pages": staticmethod(lambda: 5)})()]))
+    def broken(cube, ctx):
+        return [Section("x", "x", [Page("x", 1 / 0, draw_text_page)])]
+
+    raises = type("Raises", (), {"register_report_pages": staticmethod(
+        lambda: [PageKind("broken", broken, {TextPage: draw_text_page})])})()
+    with pytest.raises(PluginError, match=r"plugin .*Raises.*, report page kind 'broken': its section builder "
+                                          r"raised ZeroDivisionError"):
+        build_report([cube], title="t", kinds=page_kinds(load_plugins([raises])))
     twice = type("Twice", (), {"register_report_pages": staticmethod(
         lambda: [PageKind("cells", sections, {TextPage: draw_text_page})])})()
     with pytest.raises(PluginError, match=r"duplicate report page kind 'cells': registered by plugin "

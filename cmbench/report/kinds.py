@@ -133,7 +133,7 @@ def page_kinds(registry=None) -> list[PageKind]:
         than page kinds, or two kinds share a name.
     """
     from ..errors import describe_error
-    from ..plugins import builtin_pages
+    from ..plugins import REPORT_PAGES, builtin_pages
 
     if registry is None:
         registry = builtin_pages()
@@ -141,13 +141,37 @@ def page_kinds(registry=None) -> list[PageKind]:
     for source, hook in registry.page_hooks:
         plugin = source.plugin
         try:
-            found = list(hook() or ())
+            found = hook()
         except Exception as exc:  # a plugin's own bug, reported as its own
             raise PluginError(f"plugin {plugin}: register_report_pages() raised {describe_error(exc)}") from None
+        try:
+            found = list(found or ())
+        except TypeError:
+            raise PluginError(f"plugin {plugin}: register_report_pages() must return an iterable of "
+                              f"cmbench.PageKind, got {type(found).__name__}") from None
         for kind in found:
             check_kind(kind, plugin)
             if kind.name in out:
                 raise PluginError(f"duplicate report page kind {kind.name!r}: registered by plugin "
                                   f"{out[kind.name][1]} and by plugin {plugin}")
-            out[kind.name] = (kind, plugin)
+            out[kind.name] = (kind if plugin == REPORT_PAGES else _guarded(kind, plugin), plugin)
     return [kind for kind, _ in out.values()]
+
+
+def _guarded(kind: PageKind, plugin: str) -> PageKind:
+    """``kind`` whose section builder's errors are the plugin's, named as such (one line, as a
+    component's), not a traceback out of the report."""
+    from ..errors import describe_error
+
+    build = kind.sections
+
+    def sections(*args):
+        try:
+            return list(build(*args))
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(f"plugin {plugin}, report page kind {kind.name!r}: its section builder "
+                              f"raised {describe_error(exc)}") from None
+
+    return dataclasses.replace(kind, sections=sections)
