@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .bundle import WorkerSetupError
     from .export import to_frame
     from .plugins import Registry
+    from .report.kinds import PageKind
     from .ranking import rank
     from .runner import Interrupted, Progress, StoppedAtFailure
     from .suite import Suite, load_suite
@@ -199,7 +200,7 @@ def run_suite(
 #: neighbours; a plugin that imports cmbench needs none of them)
 _LAZY = {"Suite": ".suite", "load_suite": ".suite", "Interrupted": ".runner", "StoppedAtFailure": ".runner",
          "Progress": ".runner", "WorkerSetupError": ".bundle", "to_frame": ".export", "rank": ".ranking",
-         "claims": ".verdicts:verdicts_frame"}
+         "claims": ".verdicts:verdicts_frame", "PageKind": ".report.kinds"}
 
 
 def __getattr__(name: str):
@@ -216,7 +217,7 @@ def __getattr__(name: str):
 __all__ = [
     "Adversary", "CellsFailed", "CellsFailedWarning", "Component", "Data", "DataError", "DataFile", "Dataset",
     "Estimator", "Interrupted", "Metric",
-    "NotApplicable", "PluginError", "Progress", "Recoverer", "ShippedTable", "StoppedAtFailure", "Suite",
+    "NotApplicable", "PageKind", "PluginError", "Progress", "Recoverer", "ShippedTable", "StoppedAtFailure", "Suite",
     "SuiteError", "Undefined", "UserError", "WorkerSetupError", "claims", "hookimpl", "hookspec",
     "load_plugins", "load_suite", "nanquantile", "rank", "run_suite", "to_frame", "__version__",
 ]

@@ -251,7 +251,8 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
 @click.option("--png", "png_dir", default=None, type=click.Path(file_okay=False), help="Also write PNG figures here.")
 @click.option("--tables", "tables_dir", default=None, type=click.Path(file_okay=False),
               help="Also write the ranking and mean-error tables here, as CSV and LaTeX (booktabs).")
-def report(cubes, output, baseline, png_dir, tables_dir) -> None:
+@plugin_option
+def report(cubes, output, baseline, png_dir, tables_dir, plugins) -> None:
     """Draw the PDF report of one or more results cubes (no rerun needed)."""
     from .files import KIND_SUFFIXES, check_target
     from .report import write_report
@@ -268,9 +269,10 @@ def report(cubes, output, baseline, png_dir, tables_dir) -> None:
 
         if png_dir is not None:
             raise UserError("--png writes the PDF report's figures; give -o FILE.pdf for it")
-        path = write_html([Path(c) for c in cubes], Path(output), baseline=baseline)
+        path = write_html([Path(c) for c in cubes], Path(output), baseline=baseline, plugins=plugins)
     else:
-        path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir)
+        path = write_report([Path(c) for c in cubes], Path(output), baseline=baseline, png_dir=png_dir,
+                            plugins=plugins)
     click.echo(f"report: {path}")
     if tables_dir is not None:
         from .report.content.paper_tables import write_tables

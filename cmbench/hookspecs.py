@@ -1,9 +1,9 @@
 """The hooks a cmbench plugin implements.
 
-Each hook returns an iterable of declarations of one kind (five kinds:
+Each hook returns an iterable of declarations of one kind (five kinds of component:
 adversaries, recoverers, estimators, data sets and error metrics). Built-in methods are
 registered through these same hooks (see ``plugins/``), exactly as a third
-party's would be.
+party's would be. A sixth, ``register_report_pages``, adds kinds of report page.
 """
 from __future__ import annotations
 
@@ -81,4 +81,22 @@ def register_metrics() -> Iterable["cmbench.Metric"]:  # noqa: F821
         def register_metrics():
             return [cmbench.Metric("relative-l2", relative_l2,
                                    description="l2 error over the norm of the true mean")]
+    """
+
+
+@hookspec
+def register_report_pages() -> Iterable["cmbench.PageKind"]:  # noqa: F821
+    """Return the kinds of report page this plugin adds to the PDF and HTML reports.
+
+    Each `cmbench.PageKind` names the function building its sections
+    from the cubes, its record types with their matplotlib drawings and,
+    optionally, plotly renderers for the HTML. The hook is called when a report
+    is drawn, not when the plugin loads. The report's own pages are registered
+    through this hook too (``cmbench.report.pages``).
+
+    Example::
+
+        @cmbench.hookimpl
+        def register_report_pages():
+            return [PageKind("cells-per-status", status_sections, {TextPage: draw_text_page})]
     """

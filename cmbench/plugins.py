@@ -88,8 +88,11 @@ class Source:
         return f"{self.plugin} {self.version}".strip()
 
 
+#: the hook that adds kinds of report page (`cmbench.report.kinds.PageKind`), and the built-in
+#: plugin registering the report's own pages through it
+PAGES_HOOK, REPORT_PAGES = "register_report_pages", "cmbench.report.pages"
 #: the hooks a plugin may implement (`cmbench.hookspecs`)
-HOOKS = tuple(hook for _, hook in KINDS.values())
+HOOKS = (*(hook for _, hook in KINDS.values()), PAGES_HOOK)
 
 
 @dataclass
@@ -119,6 +122,9 @@ class Registry:
     #: (kind, name) -> (declaration, Source, why) of components whose parameters were refused;
     #: filled only by a lenient load (`cmbench check` reports them all, then checks the rest)
     refused: dict = field(default_factory=dict)
+    #: (Source, hook function) of each plugin's ``register_report_pages``, in loading order:
+    #: called only when a report is drawn (`cmbench.report.kinds.page_kinds`)
+    page_hooks: list = field(default_factory=list)
 
     def kind(self, kind: str) -> dict:
         """The declarations of ``kind`` (``"adversaries"``, ...), by name."""
@@ -219,8 +225,10 @@ class _Loader:
         self.registry = Registry()
         self.lenient = lenient  # keep loading past a component whose parameters are refused
 
-    def add(self, plugin: object, source: Source) -> bool:
-        """Register ``plugin`` and collect its components; False when it was registered already."""
+    def add(self, plugin: object, source: Source, listed: bool = True) -> bool:
+        """Register ``plugin`` and collect its components; False when it was registered already.
+        ``listed=False``: left out of ``Registry.plugins`` (the report's own pages, which no
+        cube names)."""
         name = source.plugin
         if self.pm.is_registered(plugin) or self.pm.has_plugin(name):
             return False  # the same plugin named twice (e.g. on the CLI and in a suite)
@@ -237,7 +245,10 @@ class _Loader:
             raise PluginError(f"plugin {name}: unknown hook {', '.join(map(repr, unknown))}"
                               + (f" ({hint})" if hint else "")
                               + f"; cmbench's hooks: {', '.join(HOOKS)}") from None
-        self.registry.plugins.append(source)
+        if listed:
+            self.registry.plugins.append(source)
+        self.registry.page_hooks += [(source, impl.function) for impl in getattr(self.pm.hook, PAGES_HOOK)
+                                     .get_hookimpls() if impl.plugin is plugin]
         for kind, (cls, hook) in KINDS.items():
             for impl in getattr(self.pm.hook, hook).get_hookimpls():
                 if impl.plugin is plugin:
@@ -245,7 +256,8 @@ class _Loader:
         return True
 
     def declared(self) -> int:
-        return sum(len(self.registry.kind(kind)) for kind in KINDS) + len(self.registry.refused)
+        return (sum(len(self.registry.kind(kind)) for kind in KINDS) + len(self.registry.refused)
+                + len(self.registry.page_hooks))
 
     def _collect(self, kind: str, cls: type, hook_fn, source: Source) -> None:
         try:
@@ -771,6 +783,7 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
     for name in BUILTIN_MODULES:
         module = importlib.import_module(f"cmbench.builtins.{name}")
         loader.add(module, Source(f"cmbench.{name}", __version__))
+    loader.add(importlib.import_module(REPORT_PAGES), Source(REPORT_PAGES, __version__), listed=False)
     loader.registry.autoload = os.environ.get(AUTOLOAD_ENV, "").strip() in ("", "0")  # as pytest's variable
     entry_points = importlib.metadata.entry_points(group="cmbench") if loader.registry.autoload else ()
     for ep in sorted(entry_points, key=lambda e: e.name):
@@ -942,3 +955,11 @@ def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
     return {"kind": SINGULAR[kind], "name": decl.name, "plugin": str(registry.source(kind, decl.name)),
             "description": decl.description, "fields": fields, "params": describe_params(decl),
             "doc": user_doc(inspect.getdoc(fn) or "")}
+
+
+def builtin_pages() -> Registry:
+    """A registry of the report's built-in page kinds alone (`REPORT_PAGES`): the report of
+    cubes drawn without plugins."""
+    loader = _Loader()
+    loader.add(importlib.import_module(REPORT_PAGES), Source(REPORT_PAGES, __version__), listed=False)
+    return loader.registry

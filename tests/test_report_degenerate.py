@@ -113,7 +113,7 @@ def test_no_module_of_the_report_imports_another_in_a_circle():
     for m in graph:
         if m not in state:
             visit(m, [m])
-    assert "render.pdf" in graph and "content.figures" in graph["model"]
+    assert "render.pdf" in graph and "content.figures" in graph["pages"]  # function-level imports are read
 
 
 def test_reports_hold_no_absolute_path_and_no_host(tmp_path):

@@ -134,3 +134,22 @@ def test_pool_workers_do_not_outlive_a_sigkilled_parent():
             parent.kill()
         left = survivors(pids, within=20)
     assert not left, f"report workers {left} outlived their killed parent"
+
+
+def test_pages_a_running_pool_can_draw_are_drawn_there_however_few():
+    """Once the run's sweep has started the shared pool, two cheap pages are drawn by its two
+    workers (two documents), not one after the other in this process."""
+    from cmbench import pools
+    from cmbench.report.layout import TextPages, text_pages
+
+    pools.shared(2)  # the sweep's pool, as a run leaves it
+    pages = []
+    for k in range(2):
+        text = TextPages(f"page {k}")
+        text.para("a cheap page")
+        pages += text_pages(text, f"p{k}")
+    assert sum(p.cost for p in pages) < drawing.POOL_COST
+    with drawing.Pool(2) as pool:
+        drawn = pool(list(enumerate(pages)), {"Title": "t"})
+    assert sorted(i for indices, _, _ in drawn for i in indices) == [0, 1]
+    assert len(drawn) == 2

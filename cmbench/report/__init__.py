@@ -16,7 +16,8 @@ Three layers, each importing only the ones above it:
   other figures as SVG from the PDF's drawing, kept there too) of the same
   model; `render.writing` checks and writes the output file;
 
-and `suite_step`, the report step of a suite run (both reports, only when
+and `kinds` (`PageKind`: what a plugin registers to add a kind of page;
+`pages` registers the report's own), and `suite_step`, the report step of a suite run (both reports, only when
 their cubes changed).
 
 This package imports its plotting libraries only where a page is drawn, so
@@ -26,12 +27,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__all__ = ["write_report", "build_pages", "load_cube", "load_cubes", "Cube", "write_suite_reports"]
+__all__ = ["write_report", "build_pages", "load_cube", "load_cubes", "Cube", "write_suite_reports",
+           "PageKind", "Record", "Context", "Section", "Page", "Col", "TextPages", "TextPage", "text_pages",
+           "draw_text_page"]
 
 _LAZY = {"write_report": "render.pdf", "build_pages": "render.pdf", "load_cube": "load", "load_cubes": "load",
-         "Cube": "load", "write_suite_reports": "suite_step"}
+         "Cube": "load", "write_suite_reports": "suite_step",
+         # what a plugin adding a kind of page uses (`kinds`, `cmbench.hookspecs.register_report_pages`)
+         "PageKind": "kinds", "Record": "kinds", "Context": "kinds", "Section": "layout", "Page": "layout",
+         "Col": "layout", "TextPages": "layout", "TextPage": "layout", "text_pages": "layout",
+         "draw_text_page": "layout"}
 
 if TYPE_CHECKING:
+    from .kinds import Context, PageKind, Record
+    from .layout import Col, Page, Section, TextPage, TextPages, draw_text_page, text_pages
     from .load import Cube, load_cube, load_cubes
     from .suite_step import write_suite_reports
     from .render.pdf import build_pages, write_report

@@ -18,7 +18,7 @@ import numpy as np
 
 from .style import PAGE
 
-__all__ = ["PAGE", "Page", "Col", "TextPages", "TextPage", "draw_text_page", "grid_shape",
+__all__ = ["PAGE", "Page", "Section", "Col", "TextPages", "TextPage", "draw_text_page", "grid_shape",
            "legend_columns", "row_major", "wrap_notes", "plain", "CLIP_RATIO", "BAND_RATIO", "MAX_NOTE_LINES",
            "TITLE_Y", "LEGEND_Y", "LEGEND_ROW", "NOTE_LINE", "LEFT_MARGIN"]
 
@@ -55,6 +55,23 @@ class Page:
     #: on the first page of flowed text: the text as blocks (`TextPages.blocks`), which the
     #: HTML renders whole; None on figure pages and on the pages that continue a text
     text: Any = field(default=None, repr=False, compare=False)
+    #: a page continuing a flowed text: the HTML shows nothing for it (its first page holds the text whole)
+    continues: bool = False
+    #: the plotly renderer of this page's record type, set by `model.build_report` from its
+    #: kind's registration (`kinds.PageKind.html`); None: the HTML shows the drawing as SVG
+    html: Optional[Callable[..., str]] = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class Section:
+    """One section of a report: an anchor, a heading, its pages and what it left out."""
+
+    slug: str
+    title: str
+    pages: list[Page] = field(default_factory=list)
+    omitted: list[str] = field(default_factory=list)
+    #: the kind of page that built it (`kinds.PageKind.name`), set by `model.build_report`
+    kind: str = ""
 
 
 # -- grids, legends, notes ------------------------------------------------------------------
@@ -327,7 +344,7 @@ def text_pages(texts: "TextPages | Sequence[TextPages] | None", slug: str) -> li
         return []
     out: list[Page] = []
     for tp in [texts] if isinstance(texts, TextPages) else texts:
-        pages = [Page(slug, p, draw_text_page, png=False, cost=0.3) for p in tp.pages]
+        pages = [Page(slug, p, draw_text_page, png=False, cost=0.3, continues=k > 0) for k, p in enumerate(tp.pages)]
         if pages:
             pages[0].text = tp
         out += pages

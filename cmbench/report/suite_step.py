@@ -33,8 +33,10 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
     Parameters
     ----------
     outputs : `cmbench.runner.RunOutputs` (read by attribute: ``cubes``,
-        ``digests``, ``report``, ``cache``): the cubes a run wrote, their
-        content digests, the reports' path without suffix, the cache folder.
+        ``digests``, ``report``, ``cache``, ``registry``): the cubes a run wrote, their
+        content digests, the reports' path without suffix, the cache folder, and
+        the run's plugins, whose kinds of report page (`kinds.page_kinds`) are drawn
+        (None: the built-in ones).
     pdf, html : which reports to write.
     workers : with more than 1, the PDF's pages are drawn in up to this many
         processes when there are many (`drawing.Pool`). The reports are the same.
@@ -50,14 +52,16 @@ def write_suite_reports(outputs, *, pdf: bool = True, html: bool = True, workers
     """
     stem = Path(outputs.report)
     cache = Path(outputs.cache)
-    digest = hashlib.sha256("\x1f".join([*outputs.digests, code_digest()]).encode()).hexdigest()
+    registry = getattr(outputs, "registry", None)
+    digest = hashlib.sha256("\x1f".join([*outputs.digests, code_digest(), *_page_plugins(registry)])
+                            .encode()).hexdigest()
     stamps = Stamps(cache / PAGES / STAMPS)
     cubes = [Path(c) for c in outputs.cubes]
     paths = {kind: check_target(stem.with_name(f"{stem.name}.{kind}"), root=stem.parent, kind=kind)
              for kind, wanted in (("pdf", pdf), ("html", html)) if wanted}
     todo = {kind: path for kind, path in paths.items() if not stamps.current(path, digest)}
     if todo:
-        _draw(cubes, todo, cache / PAGES, workers, stamps, digest)
+        _draw(cubes, todo, cache / PAGES, workers, stamps, digest, registry)
     return list(paths.values())
 
 
@@ -70,27 +74,50 @@ def report_step(workers: int):
     return draw
 
 
-def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stamps, digest: str) -> None:
+def _page_plugins(registry) -> list[str]:
+    """Who adds kinds of page besides the report itself: each plugin's name, version and code
+    digest, so that a plugin added, removed or edited draws the reports anew."""
+    import inspect
+
+    from ..plugins import REPORT_PAGES
+
+    out = []
+    for source, hook in getattr(registry, "page_hooks", ()):
+        if source.plugin != REPORT_PAGES:
+            try:  # the module's code: a plugin file has no version to tell its edits apart
+                code = hashlib.sha256(inspect.getsource(inspect.getmodule(hook)).encode()).hexdigest()
+            except (OSError, TypeError):
+                code = ""
+            out.append(f"{source.plugin} {source.version} {source.digest} {code}")
+    return out
+
+
+def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stamps, digest: str,
+          registry=None) -> None:
     """Write the reports in ``todo`` (kind -> path) and stamp each once written."""
+    from .kinds import page_kinds
     from .load import load_cubes
     from .model import build_report, default_title
     from .render.drawing import Pool, draw_here
     from .render.html import Figures, write_html
     from .render.pagecache import PageCache
 
-    loaded = load_cubes(cubes)
-    title = default_title(loaded)
-    sections = build_report(loaded, title=title)
-    cache = PageCache(pages)
-    if "pdf" in todo:
-        from .render.pdf import write_report
+    pool = Pool(workers) if workers > 1 and "pdf" in todo else None
+    with pool if pool is not None else contextlib.nullcontext():
+        if pool is not None:
+            pool.warm()  # its workers import matplotlib while the model is built here
+        loaded = load_cubes(cubes)
+        title = default_title(loaded)
+        sections = build_report(loaded, title=title, kinds=page_kinds(registry))
+        cache = PageCache(pages)
+        if "pdf" in todo:
+            from .render.pdf import write_report
 
-        figures = Figures(cache) if "html" in todo else None
-        with Pool(workers) if workers > 1 else contextlib.nullcontext(draw_here) as draw:
-            write_report(loaded, todo["pdf"], page_cache=cache, draw=draw, figures=figures, title=title,
-                         sections=sections)
-        stamps.record(todo["pdf"], digest)
-        stamps.save()
+            figures = Figures(cache) if "html" in todo else None
+            write_report(loaded, todo["pdf"], page_cache=cache, draw=pool or draw_here, figures=figures,
+                         title=title, sections=sections)
+            stamps.record(todo["pdf"], digest)
+            stamps.save()
     if "html" in todo:
         write_html(loaded, todo["html"], title=title, sections=sections, page_cache=cache)
         stamps.record(todo["html"], digest)

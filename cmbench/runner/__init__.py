@@ -29,7 +29,7 @@ import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 
 from ..bundle import SuiteBundle, pack
@@ -96,6 +96,7 @@ class RunOutputs:
     digests: tuple  # a digest of each cube's content (not its creation time)
     report: Path  # the reports' path without suffix: ``<out>/<suite>[-slice]``
     cache: Path  # the suite's cache folder, where drawn pages are kept
+    registry: Any = None  # the run's plugins (`cmbench.plugins.Registry`): the report draws the pages they add
 
 
 def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
@@ -195,7 +196,7 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
         stats.evicted = store.evicted
         stats.outputs = RunOutputs(cubes=tuple(folder / f"{e.name}.nc" for e in suite.experiments),
                                    digests=tuple(digests), report=Path(out) / f"{suite.name}{'-slice' if sliced else ''}",
-                                   cache=store.cache)
+                                   cache=store.cache, registry=suite.registry)
         if then is not None:
             then(stats.outputs)
     finally:

@@ -14,7 +14,7 @@ import numpy as np
 from ... import verdicts as claims_mod
 from ...cube import attr_json
 from ..load import Cube
-from ..layout import Col, TextPages, fitted_widths
+from ..layout import Col, Section, TextPages, fitted_widths, text_pages
 from .tables import fmt_num
 
 #: parameters of a recoverer that make its stopping rule, when it has them
@@ -102,3 +102,9 @@ def _value(v) -> str:
     if isinstance(v, float) and math.isfinite(v):
         return f"{int(v)}"
     return str(v)
+
+
+def claims_sections(ctx) -> list[Section]:
+    """The claims section (none when no cube states a claim)."""
+    found = claims_pages(ctx.cubes)
+    return [] if found is None else [Section("claims", found.title, text_pages(found, "claims"))]

@@ -24,9 +24,10 @@ from .claims_page import convergence_lines
 from ...cube import FAILURES, GAPS
 from ..load import BAND_TEXT, Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
 from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
-                     draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal)
+                     draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal, Section,
+                     text_pages)
 from ..style import LineStyle, MethodStyles
-from .tables import baseline_difference, fmt_list, fmt_num, shorten
+from .tables import baseline_difference, baseline_table_pages, fmt_list, fmt_num, shorten
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -705,3 +706,20 @@ def _adv_detail(cube: Cube, adversary: str) -> str:
 def _safe_math(label: str) -> str:
     """A label with unbalanced ``$`` would make mathtext raise; escape it then."""
     return label if label.count("$") % 2 == 0 else label.replace("$", r"\$")
+
+
+# -- sections (registered in `cmbench.report.pages`) -------------------------------------------
+def runtime_sections(cube: Cube, ctx) -> list[Section]:
+    """A cube's runtime per method; without a finite time, the section says so."""
+    rt = runtime_page(cube, ctx.styles)
+    return [Section(f"{cube.experiment}-runtime", f"{cube.experiment}: runtime per method",
+                    [rt] if rt is not None else [],
+                    [] if rt is not None else ["no cell ran to the end with a finite time"])]
+
+
+def baseline_sections(cube: Cube, ctx) -> list[Section]:
+    """A cube's difference against the baseline (none without a comparable baseline)."""
+    e = cube.experiment
+    return [Section(f"{e}-baseline", f"{e}: difference against the baseline",
+                    baseline_pages(c, b, ctx.styles) + text_pages(baseline_table_pages(c, b), f"{e}-baseline"))
+            for c, b in ctx.pairs if c is cube]

@@ -17,8 +17,9 @@ from typing import Optional
 
 import numpy as np
 
-from .figures import SAMPLING, SAMPLING_NOTE, Panel, curve_page, report_yscale, sampling_error
-from ..layout import Col, Page, TextPages, plain
+from .figures import (SAMPLING, SAMPLING_NOTE, Panel, curve_page, error_pages, no_curves_reason, report_yscale,
+                      sampling_error)
+from ..layout import Col, Page, Section, TextPages, plain, text_pages
 from ..load import Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
 from ..style import MethodStyles
 from .tables import fmt_num
@@ -124,3 +125,21 @@ def _mean_sd(mu: float, sd: float) -> str:
     if not np.isfinite(mu):
         return "–"
     return f"{fmt_num(float(mu))} ({fmt_num(float(sd))})" if np.isfinite(sd) else fmt_num(float(mu))
+
+
+# -- sections (registered in `cmbench.report.pages`) -------------------------------------------
+def curve_sections(cube: Cube, ctx) -> list[Section]:
+    """A cube's error curves: against the parameter a suite varies (`report_x`), else against the
+    budget (`figures.error_pages`); a cube with no value to draw says why."""
+    e = cube.experiment
+    by_x = report_x(cube)  # error against a parameter, not the budget
+    curves = parameter_pages(cube, ctx.styles) if by_x else error_pages(cube, ctx.styles)
+    return [Section(f"{e}-curves", f"{e}: error versus {by_x[1] if by_x else 'budget'}", curves,
+                    [] if curves else [no_curves_reason(cube)])]
+
+
+def mean_sd_sections(cube: Cube, ctx) -> list[Section]:
+    """The mean and standard deviation table of a cube varying a parameter (none otherwise)."""
+    table = mean_sd_text(cube)
+    e = cube.experiment
+    return [] if table is None else [Section(f"{e}-mean-sd", table.title, text_pages(table, f"{e}-mean-sd"))]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .figures import Panel, curve_page
-from ..layout import Page
+from ..layout import Page, Section
 from ...cube import attr_json
 from ..load import Cube, band_caption, band_edges, band_kind, positions, summarize
 from ..style import MethodStyles
@@ -78,3 +78,9 @@ def recovery_pages(cube: Cube) -> list[Page]:
                                     xlabel=cube.budget_axis(adversary), ylabel=ylabel, subtitle=sub,
                                     band=kind, yscale="linear"))
     return pages
+
+
+def recovery_sections(cube: Cube, ctx) -> list[Section]:
+    """A cube's recovery-quality section (none when it holds no recovery to judge)."""
+    rec = recovery_pages(cube)
+    return [Section(f"{cube.experiment}-recovery", f"{cube.experiment}: recovery quality", rec)] if rec else []

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import numpy as np
 import xarray as xr
 
-from ..layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Col, Page, TextPages, clip_top,
+from ..layout import (literal, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Col, Page, Section, TextPages, clip_top,
                      draw_notes, draw_title, legend_columns, page_legend, panel_grid, plain, text_pages, wrap_notes)
 from ..load import Cube, metric_name, summarize
 from ..style import MethodStyles
@@ -493,3 +493,9 @@ def stress_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     pages += dentry_pages(cube, styles, "d_tv")
     pages += text_pages(summary_pages(cube), f"{cube.experiment}-stress-summary")
     return pages
+
+
+def stress_sections(cube: Cube, ctx) -> list[Section]:
+    """A cube's worst-case adversaries section (none without an adaptive adversary)."""
+    worst = stress_pages(cube, ctx.styles)
+    return [Section(f"{cube.experiment}-stress", f"{cube.experiment}: worst-case adversaries", worst)] if worst else []

@@ -17,7 +17,7 @@ import xarray as xr
 from . import significance
 from ...cube import FAILURES, GAPS, STATUSES
 from ..load import Cube, environment_attr, metric_name, summarize
-from ..layout import Col, TextPages
+from ..layout import Col, Section, TextPages, text_pages
 
 MAX_GROUP_ROWS = 80  # rows of the cells-not-run list before it is cut with a count
 MESSAGE_CHARS = 400  # of one error message
@@ -395,3 +395,29 @@ def baseline_table_pages(cube: Cube, base: Cube) -> "TextPages | None":
         else:
             tp.para("No method label in common.", style="italic")
     return tp
+
+
+# -- sections (registered in `cmbench.report.pages`) -------------------------------------------
+def provenance_sections(ctx) -> list[Section]:
+    """The provenance section: what was run, where, by which versions."""
+    return [Section("provenance", "Provenance",
+                    text_pages(provenance_pages(ctx.cubes, ctx.title, ctx.version, ctx.baseline), "provenance"))]
+
+
+def suite_file_sections(ctx) -> list[Section]:
+    """One section per suite file the cubes were run from, the file as written."""
+    return [Section(f"suite-file-{k + 1}" if k else "suite-file", tp.title, text_pages(tp, "suite-file"))
+            for k, tp in enumerate(suite_text_pages(ctx.cubes))]
+
+
+def ranking_sections(cube: Cube, ctx) -> list[Section]:
+    """A cube's ranking of methods, then its significance tests and critical-difference diagrams."""
+    e = cube.experiment
+    return [Section(f"{e}-ranking", f"{e}: ranking of methods",
+                    text_pages(ranking_pages(cube), f"{e}-ranking") + significance.cd_pages(cube))]
+
+
+def cells_sections(cube: Cube, ctx) -> list[Section]:
+    """A cube's cells that did not run, grouped by status and error."""
+    e = cube.experiment
+    return [Section(f"{e}-cells", f"{e}: cells that did not run", text_pages(cells_pages(cube), f"{e}-cells"))]

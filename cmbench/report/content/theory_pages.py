@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from ... import theory
-from ..layout import Page
+from ..layout import Page, Section
 from ...cube import attr_json
 from ..load import Cube
 from ..style import PAGE
@@ -145,3 +145,9 @@ def _table(fig: Figure, rows) -> None:
 
 #: example name (as a suite names it) -> page builder
 PAGES: dict[str, Callable[[], Page]] = {"fig:disCompare": dis_compare_page}
+
+
+def theory_sections(ctx) -> list[Section]:
+    """The paper's worked examples the suites name, once each (none when they name none)."""
+    theory = theory_pages(ctx.cubes)
+    return [Section("theory", "The paper's worked examples", theory)] if theory else []

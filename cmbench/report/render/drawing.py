@@ -22,10 +22,12 @@ from ..layout import Page
 __all__ = ["draw_here", "Pool", "draw_document", "svg_of", "POOL_COST"]
 
 #: Pages to draw, in `Page.cost` units (a page of curves is 1, about 0.25 s), below which a
-#: `Pool` draws here: its workers import matplotlib, xarray and pandas first (about 1.1 s each)
-#: and embed the fonts once per document. A new estimator on the paper suite redraws pages of
-#: cost 8.2 (the whole report costs 21.2): drawn here, that run takes about 10 s of CPU instead
-#: of 12.8 s (benchmarks/cache.py).
+#: `Pool` whose workers are not running yet draws here: started for the report alone, they
+#: import matplotlib, xarray and pandas first (about 1.1 s each) and embed the fonts once per
+#: document. When the run's sweep started them, the pool draws any two pages or more: they are
+#: warm (`Pool.warm` has them import matplotlib while this process builds the report model),
+#: and the pages are drawn side by side instead of one after the other here
+#: (benchmarks/report_tail.py).
 POOL_COST = 12.0
 
 #: ``(page indices, their PDF document, SVG of the pages asked for by index)`` per document
@@ -87,6 +89,14 @@ def draw_here(pages: Sequence[tuple[int, Page]], meta: dict, svg: Collection[int
     return [_result(pages, draw_document(records, meta, None, at))]
 
 
+def warm() -> None:
+    """Import what drawing a page needs (matplotlib, its PDF and SVG backends): run in a worker
+    before its first page arrives."""
+    import matplotlib.backends.backend_pdf  # noqa: F401
+    import matplotlib.backends.backend_svg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+
 def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Page]]]:
     """``n`` groups of about equal drawing cost (`Page.cost`), the costliest pages placed first."""
     groups: list[list[tuple[int, Page]]] = [[] for _ in range(max(1, n))]
@@ -101,10 +111,11 @@ def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Pag
 class Pool(contextlib.AbstractContextManager):
     """``workers`` processes that draw pages; a context manager (the pool ends on exit).
 
-    The pool is the process's shared one, taken on first use, so a report whose
-    pages are all kept (`pagecache`), or that has fewer than `POOL_COST` to
-    draw, uses none. On exit its workers stay warm for the next run, unless
-    the drawing failed (they are then ended).
+    The pool is the process's shared one (`cmbench.pools.shared`). When this
+    process has not started it (no sweep ran), a report whose pages are all kept
+    (`pagecache`), or that has fewer than `POOL_COST` to draw, starts none; when
+    it runs, any two pages or more are drawn there. On exit its workers stay warm
+    for the next run, unless the drawing failed (they are then ended).
     """
 
     def __init__(self, workers: int) -> None:
@@ -118,9 +129,21 @@ class Pool(contextlib.AbstractContextManager):
             self._pool = pools.shared(self.workers)
         return self._pool
 
+    def warm(self) -> None:
+        """Have the workers of a running shared pool import matplotlib now, while this process
+        builds the report model; nothing when no pool runs (none is started for it)."""
+        from ... import pools
+
+        if pools.size() > 0:
+            executor = self._executor()
+            for _ in range(self.workers):
+                executor.submit(warm)
+
     def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict, svg: Collection[int] = ()) -> Drawn:
+        from ... import pools
+
         groups = split(pages, self.workers)
-        if len(groups) <= 1 or sum(p.cost for _, p in pages) < POOL_COST:
+        if len(groups) <= 1 or (pools.size() == 0 and sum(p.cost for _, p in pages) < POOL_COST):
             return draw_here(pages, meta, svg)
         pool = self._executor()
         futures = []

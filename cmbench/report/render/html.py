@@ -9,7 +9,7 @@ ranking with its significance tests and critical-difference diagram, the
 stress pages, the recovery quality, the runtime, the cells that did not run,
 the baseline comparison, and the paper's worked examples. Text records render
 as HTML headings, paragraphs and tables; curve and runtime records as plotly
-figures (`RENDERERS`); any other figure record as the inline SVG of its own
+figures (the renderers its kind registers, `kinds.PageKind.html`); any other figure record as the inline SVG of its own
 matplotlib drawing, kept in the suite's page cache (`pagecache`) by the
 record's digest, so that a suite rerun neither computes nor draws an unchanged
 figure again. plotly's library is inlined once in the page's head:
@@ -43,7 +43,7 @@ from .drawing import svg_of
 from .pagecache import PageCache, record_digest, salt
 from .writing import check_out, write_bytes
 
-__all__ = ["write_html", "build_html", "RENDERERS"]
+__all__ = ["write_html", "build_html", "render_curves", "render_runtime", "render_cd", "Figures"]
 
 #: matplotlib marker / line style -> plotly's names, so a method looks alike in PDF and HTML
 SYMBOLS = {"o": "circle", "s": "square", "^": "triangle-up", "D": "diamond", "v": "triangle-down",
@@ -76,7 +76,7 @@ code { font-size: 0.95em; }
 def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str | os.PathLike, *,
                title: str | None = None, baseline: str | os.PathLike | xr.Dataset | None = None,
                sections: Sequence[Section] | None = None,
-               page_cache: str | os.PathLike | PageCache | None = None) -> Path:
+               page_cache: str | os.PathLike | PageCache | None = None, plugins: Sequence = ()) -> Path:
     """Write the interactive HTML report of results cubes.
 
     Parameters
@@ -88,6 +88,9 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     baseline : a cube to compare against, as for the PDF.
     sections : the report model (`model.build_report`) when the caller built
         it already (for the PDF too); else it is built here.
+    plugins : plugins (paths, module names, objects; as for `cmbench.load_plugins`)
+        whose kinds of report page (``register_report_pages``) are drawn besides
+        the built-in ones, when the model is built here.
     page_cache : a folder of drawn pages and figures (`pagecache`), or that
         cache opened: an SVG figure whose record is found there is taken
         instead of drawn, and the figures drawn now are kept there.
@@ -105,7 +108,7 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     cubes = list(cubes) if not isinstance(cubes, (str, os.PathLike, xr.Dataset, Cube)) else [cubes]
     out = check_out(out, [*cubes, baseline], kind="html")
     if sections is None:
-        sections, title = report_model(cubes, baseline, title)
+        sections, title = report_model(cubes, baseline, title, plugins)
     figures = Figures(PageCache.of(page_cache))
     write_bytes(out, build_html(sections, title=title, figures=figures).encode("utf-8"))
     if figures.cache is not None:
@@ -145,11 +148,10 @@ def render_section(section: Section, anchor: str, new_id: Callable[[str], str], 
     for page in section.pages:
         if page.text is not None:
             parts.append(render_text(page.text, section.title))
-        elif _continued(page):
+        elif page.continues:
             continue  # a page continuing a text rendered whole on its first page
         else:
-            render = RENDERERS.get(type(page.record), render_svg)
-            parts.append(render(page, new_id(page.slug), figures))
+            parts.append((page.html or render_svg)(page, new_id(page.slug), figures))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -308,11 +310,6 @@ def render_svg(page: Page, div: str, figures: "Figures") -> str:
     return "\n".join([f"<h3>{_e(plain(str(title)))}</h3>", f'<div class="figure" id="{div}">{svg}</div>'])
 
 
-#: figure record type -> its HTML renderer; a record type not listed renders as SVG (`render_svg`)
-RENDERERS: dict[type, Callable[[Page, str, "Figures"], str]] = {
-    CurvePage: render_curves, RuntimePage: render_runtime, CdPage: render_cd}
-
-
 class Figures:
     """The SVG figures of one HTML report: taken from a page cache by record digest, else drawn
     (and kept there); ``used``: the digests this report holds, for `PageCache.save`."""
@@ -345,7 +342,7 @@ class Figures:
     def wants(self, page: Page) -> bool:
         """Whether the HTML shows ``page``'s own drawing as SVG (`render_svg`) and the cache lacks it:
         `pdf.write_report` then hands it over (`add`) from its drawing of the page."""
-        if page.text is not None or _continued(page) or type(page.record) in RENDERERS:
+        if page.text is not None or page.continues or page.html is not None:
             return False
         digest = self._digest(page, "page")
         return digest is not None and self.cache.svg(digest) is None
@@ -365,11 +362,6 @@ def _prefixed(svg: str, prefix: str) -> str:
     svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     return re.sub(r"#([A-Za-z_][\w.-]*)",
                   lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
-
-
-def _continued(page: Page) -> bool:
-    """A page continuing a flowed text (`layout.text_pages`): the HTML renders the text whole."""
-    return page.draw.__name__ == "draw_text_page"
 
 
 def _id_maker() -> Callable[[str], str]:

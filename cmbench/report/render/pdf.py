@@ -34,7 +34,7 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
                  baseline: str | os.PathLike | xr.Dataset | None = None,
                  png_dir: str | os.PathLike | None = None, title: str | None = None,
                  page_cache: str | os.PathLike | PageCache | None = None, draw: Strategy | None = None,
-                 figures=None, sections=None) -> Path:
+                 figures=None, sections=None, plugins: Sequence = ()) -> Path:
     """Write a PDF report of results cubes.
 
     Parameters
@@ -57,6 +57,9 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
         it as SVG (``add``), so that the HTML does not compute it again.
     sections : the report model (`model.build_report`) when the caller built it
         already (for the HTML too); else it is built here.
+    plugins : plugins (paths, module names, objects; as for `cmbench.load_plugins`)
+        whose kinds of report page (``register_report_pages``) are drawn besides
+        the built-in ones, when the model is built here.
 
     Returns
     -------
@@ -76,7 +79,7 @@ def write_report(cubes: Sequence[str | os.PathLike | xr.Dataset], out: str | os.
 
         writable_folder(png, "PNG folder")
     if sections is None:
-        sections, title = report_model(cubes, baseline, title)
+        sections, title = report_model(cubes, baseline, title, plugins)
     pages = flatten(sections)
     meta = {
         "Title": title,

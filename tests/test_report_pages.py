@@ -1,0 +1,132 @@
+"""Kinds of report page as plugins register them: the built-in ones and the worked example of
+docs/report-pages.md hold the same contract, and a plugin's page reaches both reports."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+
+from cmbench.errors import PluginError
+from cmbench.plugins import load_plugins
+from cmbench.report import Page, PageKind, Record, Section
+from cmbench.report.kinds import page_kinds
+from cmbench.report.load import load_cube
+from cmbench.report.model import build_report
+from cmbench.report.render.pagecache import record_digest
+from conftest import cli_inproc
+from test_report import make_cube, pdf_pages_text
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "report-pages.md"
+
+
+@pytest.fixture
+def example(tmp_path) -> Path:
+    """The page's plugin, saved under the name its first line gives."""
+    (code,) = re.findall(r"^```python\n(.*?)^```", DOC.read_text(), flags=re.S | re.M)
+    name = code.splitlines()[0].removeprefix("# ").strip()
+    path = tmp_path / name
+    path.write_text(code)
+    return path
+
+
+def test_every_registered_kind_keeps_the_record_contract(tmp_path, example):
+    """Each page of each kind holds a `Record` of a type its kind registers, drawn by the drawing
+    registered for it; its digest survives pickling (a drawing process gets it pickled), and the
+    drawing gives a figure."""
+    from matplotlib.figure import Figure
+
+    kinds = page_kinds(load_plugins([example]))
+    assert [k.name for k in kinds][:3] == ["provenance", "claims", "suite-file"]
+    assert kinds[-1].name == "cells-per-status"  # a plugin's kinds after the built-in ones
+    for kind in kinds:
+        for rtype in kind.records:
+            assert dataclasses.is_dataclass(rtype), (kind.name, rtype)
+    ds = make_cube()
+    ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
+    ds.attrs["suite_text"] = "name = 'x'\n" * 80  # long enough to continue on a second page
+    cube = load_cube(ds, index=0)
+    base = load_cube(make_cube(seed=1), index=1)
+    sections = build_report([cube], title="t", baseline=base, kinds=kinds)
+    by_kind = {k.name: k for k in kinds}
+    seen: dict[str, set] = {}
+    drawn = set()
+    for section in sections:
+        for page in section.pages:
+            kind = by_kind[section.kind]
+            assert page.draw is kind.records[type(page.record)], (kind.name, page.slug)
+            seen.setdefault(kind.name, set()).add(type(page.record))
+            assert isinstance(page.record, Record), (kind.name, page.slug)
+            digest = record_digest(page)
+            assert record_digest(Page(page.slug, pickle.loads(pickle.dumps(page.record)), page.draw)) == digest
+            assert page.html is kind.html.get(type(page.record))
+            assert not (page.continues and page.text is not None), page.slug
+            if (kind.name, type(page.record)) not in drawn:
+                drawn.add((kind.name, type(page.record)))
+                assert isinstance(page.draw(page.record), Figure), page.slug
+    assert any(p.continues for s in sections if s.kind == "suite-file" for p in s.pages)
+    # the kinds this cube has no page of: no claim, no parameter varied, no adaptive adversary,
+    # no recovery to judge
+    assert set(by_kind) - set(seen) == {"claims", "mean-sd", "stress", "recovery"}
+
+
+def test_a_plugin_page_is_in_both_reports(tmp_path, example):
+    """The worked example, loaded from its file by `--plugin`, adds its page to the suite's PDF and
+    HTML, and to `cmbench report` drawn from the cube alone."""
+    out = tmp_path / "out"
+    code, err = cli_inproc("suite", "smoke", "--out", out, "--plugin", example)
+    assert code == 0, err
+    pdf = [p for p in pdf_pages_text(out / "smoke.pdf") if "cells per status" in p]
+    assert len(pdf) == 1 and "Each method's cells, counted by how they ended." in pdf[0], pdf
+    html = (out / "smoke.html").read_text()
+    assert re.search(r"<h2>[^<]*: cells per status</h2>", html)
+    assert "<th class=\"num\">ok</th>" in html
+    cube = next((out / "smoke").glob("*.nc"))
+    code, err = cli_inproc("report", cube, "-o", tmp_path / "again.pdf", "--plugin", example)
+    assert code == 0, err
+    assert any("cells per status" in p for p in pdf_pages_text(tmp_path / "again.pdf"))
+    code, err = cli_inproc("report", cube, "-o", tmp_path / "plain.pdf")
+    assert code == 0, err
+    assert not any("cells per status" in p for p in pdf_pages_text(tmp_path / "plain.pdf"))
+
+
+def test_a_page_its_kind_does_not_register_is_refused():
+    """A section builder whose page holds an unregistered record, and a hook returning something
+    else than page kinds, are errors naming the kind or the plugin."""
+    from cmbench.report.content.figures import draw_curves
+    from cmbench.report.layout import TextPage, draw_text_page, text_pages, TextPages
+
+    def sections(cube, ctx):
+        text = TextPages("x")
+        text.para("y")
+        return [Section("x", "x", text_pages(text, "x"))]
+
+    cube = load_cube(make_cube(), index=0)
+    wrong = PageKind("wrong-draw", sections, {TextPage: draw_curves})
+    with pytest.raises(PluginError, match=r"report page kind 'wrong-draw': page 'x' holds a TextPage drawn by "
+                                          r"'draw_text_page', which the kind does not register"):
+        build_report([cube], title="t", kinds=[wrong])
+    assert build_report([cube], title="t", kinds=[PageKind("right", sections, {TextPage: draw_text_page})])
+    registry = load_plugins([type("Bad", (), {"register_report_pages": staticmethod(lambda: ["page"])})()])
+    with pytest.raises(PluginError, match=r"plugin .*Bad.*: register_report_pages returned 'page'; "
+                                          r"expected cmbench.PageKind"):
+        page_kinds(registry)
+    with pytest.raises(PluginError, match=r"register_report_pages\(\) must return an iterable of "
+                                          r"cmbench.PageKind, got int"):
+        page_kinds(load_plugins([type("Five", (), {"register_report_pages": staticmethod(lambda: 5)})()]))
+    def broken(cube, ctx):
+        return [Section("x", "x", [Page("x", 1 / 0, draw_text_page)])]
+
+    raises = type("Raises", (), {"register_report_pages": staticmethod(
+        lambda: [PageKind("broken", broken, {TextPage: draw_text_page})])})()
+    with pytest.raises(PluginError, match=r"plugin .*Raises.*, report page kind 'broken': its section builder "
+                                          r"raised ZeroDivisionError"):
+        build_report([cube], title="t", kinds=page_kinds(load_plugins([raises])))
+    twice = type("Twice", (), {"register_report_pages": staticmethod(
+        lambda: [PageKind("cells", sections, {TextPage: draw_text_page})])})()
+    with pytest.raises(PluginError, match=r"duplicate report page kind 'cells': registered by plugin "
+                                          r"cmbench.report.pages and by plugin"):
+        page_kinds(load_plugins([twice]))
