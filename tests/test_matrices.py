@@ -162,3 +162,27 @@ def test_experiments_sharing_a_data_set_share_its_loaded_instance(tmp_path):
     keys = list(memo._DATA.held)
     assert len(keys) == 2 and {k[-1] for k in keys} == {0, 1}
 
+
+def test_a_plugin_s_own_array_is_sealed_in_place_and_a_view_of_another_s_is_copied():
+    from cmbench.runner.checks import FAILED, OK, Outcome, _before, untouched
+    from cmbench.runner.matrices import sealed
+
+    mine = np.arange(12.0).reshape(4, 3)  # a plugin's fresh result (a view of all of it), which it may still hold
+    fresh = np.zeros(5)  # one that owns its memory
+    assert np.shares_memory(sealed(fresh), fresh)
+    theirs = np.arange(12.0).reshape(4, 3)
+    view = theirs[1:]  # a view into someone else's writeable array
+    strided = np.arange(24.0).reshape(4, 6)[:, ::2].copy(order="F")
+    kept, copied, other = sealed(mine), sealed(view), sealed(strided)
+    assert np.shares_memory(kept, mine)  # taken over, not copied
+    assert not np.shares_memory(copied, theirs) and not np.shares_memory(other, strided)
+    for a, want in ((kept, mine), (copied, view), (other, strided)):
+        assert a.tobytes() == np.ascontiguousarray(want).tobytes()
+        with pytest.raises(ValueError):
+            a.setflags(write=True)
+    theirs[1, 0] = -1.0  # the owner of the view's base writes: the sealed copy does not change
+    assert copied[0, 0] == 3.0
+    # the plugin that kept its array writes into it while another component reads it: caught
+    _before(kept)
+    mine[0, 0] = 99.0
+    assert untouched(Outcome(OK), kept).status == FAILED

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 import zlib
 from dataclasses import dataclass
 from typing import Optional
@@ -44,9 +43,6 @@ def frozen(a: np.ndarray) -> np.ndarray:
     return np.frombuffer(a.tobytes(), dtype=a.dtype).reshape(a.shape)
 
 
-_COUNTED = sys.version_info < (3, 14)
-
-
 def _owned_readonly(a: np.ndarray) -> np.ndarray:
     """``a`` (C-contiguous, owning its buffer) through a read-only view of that buffer: no copy.
 
@@ -57,20 +53,31 @@ def _owned_readonly(a: np.ndarray) -> np.ndarray:
 
 
 def sealed(a: np.ndarray) -> np.ndarray:
-    """`frozen`, without the copy when the caller holds the only reference to ``a``.
+    """A plugin's result, taken over by cmbench and made read-only for the components after it.
 
-    A plugin's fresh result that nothing else refers to (the plugin kept no
-    reference) is wrapped in place, through a read-only view of its own
-    buffer: ``setflags(write=True)`` is refused on it as on a `frozen` copy,
-    and a full-size corruption or recovery is not held twice (at d = 400,
-    N = 400,000 the copy was 1.28 GB beside the data and the original).
+    An array that owns its memory, or a contiguous view of all of an array
+    that does (a plugin's fresh result, reshaped perhaps), is wrapped in place,
+    through a read-only view of that buffer, without a copy (a full-size
+    corruption or recovery at d = 400, N = 400,000 is 1.28 GB); anything else
+    (a view into part of another array, which may be writeable data of
+    someone else, a buffer numpy does not own, a non-contiguous or subclassed
+    array) is copied, as `frozen` does.
+
+    What this guarantees: ``setflags(write=True)`` is refused on the result,
+    so no component can make it writeable through numpy. What it does not: the
+    plugin that returned the array may keep its own reference (or reach it
+    through the result's ``.base`` chain) and write into it. Such a write is
+    caught while another component's call gets the array as input: its
+    digest is taken before the call and checked after it (`checks.untouched`,
+    which fails that call); the stored copy of the matrix is encoded right
+    after the call that made it.
     """
-    # three references: the caller's, this frame's and getrefcount's own. From Python 3.14
-    # the interpreter may borrow references without counting them, so the count could
-    # miss a plugin's: there every array is copied, as `frozen` does.
-    if (_COUNTED and type(a) is np.ndarray and a.flags.c_contiguous and a.flags.owndata
-            and sys.getrefcount(a) <= 3):
-        return np.frombuffer(memoryview(a).cast("B").toreadonly(), dtype=a.dtype).reshape(a.shape)
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if (type(a) is np.ndarray and a.flags.c_contiguous and root.flags.owndata
+            and root.nbytes == a.nbytes and root.ctypes.data == a.ctypes.data):
+        return _owned_readonly(a)
     return frozen(a)
 
 
