@@ -21,6 +21,8 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
     ("report.py", ["--suite", "smoke"], "report step alone"),
     ("cache.py", ["--suite", "smoke", "--rounds", "1"], "cube with the plugin equals a cold run with it"),
     ("startup.py", ["--suite", "smoke"], "cmbench start-up"),
+    ("matrices.py", ["--d", "10", "--rounds", "1"], "speed-up"),
+    ("dask_trim.py", ["--d", "10", "--N", "1000", "--rounds", "1"], "MALLOC_TRIM_THRESHOLD_ unset"),
 ])
 def test_benchmark_quick_form_runs(tmp_path: Path, script: str, args: list, expect: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CMBENCH_DATA_DIR"}

@@ -119,22 +119,3 @@ def test_every_input_is_digested_before_the_call_that_gets_it():
     ctypes.memmove(A.ctypes.data, np.full(1, 7.0).ctypes.data, 8)  # a first call writing into the structure
     assert units.untouched(units.Outcome(units.OK), X, A).status == units.FAILED
     assert units.untouched(units.Outcome(units.OK), X).status == units.OK
-
-
-def test_sealed_wraps_a_sole_array_in_place_and_copies_a_shared_one():
-    from cmbench.runner.matrices import sealed
-
-    fresh = sealed(np.arange(6.0).reshape(3, 2))  # a plugin's result nothing else holds
-    shared = np.arange(6.0).reshape(3, 2)
-    kept = [shared]  # a plugin that kept a reference to what it returned
-    copy = sealed(shared)
-    assert not np.shares_memory(copy, kept[0])
-    assert np.array_equal(fresh, copy)
-    for a in (fresh, copy):
-        with pytest.raises(ValueError):
-            a.setflags(write=True)
-    mine = np.zeros(4)
-    from cmbench.runner.matrices import _COUNTED
-
-    # the caller's one reference: no copy (where the interpreter counts every reference)
-    assert np.shares_memory(sealed(mine), mine) == _COUNTED

@@ -1,9 +1,9 @@
 """The contract checks on what components get and give.
 
-Inputs: every array a component receives is backed by an immutable buffer
-(`matrices.frozen`; no ``setflags`` can make it writeable) and its digest is
-checked after the call (`untouched`): no component can change what another
-one sees. Outputs: a data set's `Data`, an adversary's corruption (shape,
+Inputs: every array a component receives is read-only in a way no
+``setflags`` can undo (`matrices.frozen`, `matrices.sealed`) and its digest is
+checked after the call (`untouched`): a component that writes into what
+another one sees, around numpy, has that call failed. Outputs: a data set's `Data`, an adversary's corruption (shape,
 mode, budget at its level), a recovery and an estimate are checked before any
 other stage sees them; `cmbench check` applies the same checks.
 """

@@ -233,6 +233,22 @@ def _on_dask_worker(bundle, fn: Callable, job: Job):
     return client_paths(bundle, fn(job))
 
 
+def spawn_environ() -> dict:
+    """Dask's ``distributed.nanny.pre-spawn-environ`` without its ``MALLOC_TRIM_THRESHOLD_``.
+
+    Dask's default sets it to 65536 in every worker process. Setting it at all
+    (to any value) also fixes glibc's mmap threshold at 128 KiB, so every
+    large temporary array is mapped and unmapped afresh: 25x the page faults
+    and 16-50% more CPU in the estimators (benchmarks/dask_trim.py). Without
+    it the workers allocate as cmbench's own local workers do. A value in
+    cmbench's own environment still reaches the workers, which inherit it.
+    """
+    import dask
+
+    return {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()
+            if k != "MALLOC_TRIM_THRESHOLD_"}
+
+
 def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle=None) -> Iterator:
     """Units on a Dask cluster; ``bundle`` (`cmbench.bundle.SuiteBundle`) travels once per worker.
 
@@ -247,9 +263,13 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
     jobs = list(jobs)
     cluster = None
     if scheduler == "local":
-        cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None,
-                               env=dict(WORKER_ENV))
+        import dask
+
+        # the nanny's environment for its workers, read when the cluster starts them
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": spawn_environ()}):
+            cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None,
+                                   env=dict(WORKER_ENV))
         client = Client(cluster)
     else:
         check_scheduler(scheduler)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypedDict
 
 from ..cube import Record
 
@@ -130,7 +130,8 @@ class WorkResult(TypedDict):
     corruption record with its status), ``recovery[rec]``, ``cells[rec][est]``,
     ``pairs[rec][est]`` (an adaptive adversary's), ``matrices`` (the
     corrupted matrix under ``"corruption"``, a recovered one under its
-    recoverer, each encoded by `matrices.encode`) and ``stale`` (cached
+    recoverer, each encoded by `matrices.encode`, or a `matrices.SameMatrix` for a
+    recovery equal to its corruption) and ``stale`` (cached
     matrices given by reference that no longer read back, computed anew).
     `cmbench.runner.stages` turns it into the unit's `cmbench.cube.UnitResult`.
     """
@@ -139,7 +140,7 @@ class WorkResult(TypedDict):
     recovery: dict[str, Record]
     cells: dict[str, dict[str, Record]]
     pairs: dict[str, dict[str, Pair]]
-    matrices: dict[str, bytes]
+    matrices: dict[str, Any]  # bytes, or a `matrices.SameMatrix`
     stale: int
 
 

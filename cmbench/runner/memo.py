@@ -11,6 +11,7 @@ from ..suite import Entry, Experiment, Suite
 from .contracts import check_data
 from .guard import Outcome, run
 from .jobs import Job
+from .store import canonical
 from .seeds import rng_for
 
 
@@ -76,7 +77,15 @@ _DATA = DataMemo()
 
 
 def load_key(job: Job) -> tuple:
-    return (job.bundle, job.experiment, job.dataset, job.instance)
+    """What determines a loaded data set: the suite's bundle (its seed and files), the data set's
+    spec and the instance.
+
+    Not the experiment: the experiments of a suite that share a data set entry
+    share its loaded instance, which a full-size sample-level suite would
+    otherwise generate and hold once per experiment (1.28 GB each at d = 400).
+    """
+    _, exp = experiment_for(job)
+    return (job.bundle, canonical(entry(exp.datasets, job.dataset).spec()), job.instance)
 
 
 def load_data(job: Job) -> Data:

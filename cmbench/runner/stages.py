@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .matrices import matrix_digest
+from .matrices import SameMatrix, matrix_digest
 from .store import CACHED_STATUSES, FORMAT, Store, canonical, empty_body
 from ..cube import FAILED, OK, UnitResult, record, uniform_unit, verdict
 from .jobs import Job, Pair, Work
@@ -81,7 +81,7 @@ def lookup(store: Store, exp, keys: UnitKeys, ship: bool = True) -> tuple[Option
     if keys.adaptive:
         missing = tuple(p for p, k in keys.pair.items() if k not in body["pairs"])
         return (unit_result(exp, keys, body), None) if not missing else (None, Work(pairs=missing))
-    C = body["corruption"]
+    C = stored_C = body["corruption"]
     if C is not None and C["status"] != OK:
         return unit_result(exp, keys, body), None
     if C is not None and "inlier_l2" not in C:
@@ -96,7 +96,9 @@ def lookup(store: Store, exp, keys: UnitKeys, ship: bool = True) -> tuple[Option
             recover.append(rec.label)
             estimate += missing
         elif R["status"] == OK and missing:
-            blob = fetch(kr, R["matrix"]) if "matrix" in R else None
+            # a recovery equal to its corruption is stored once, as the corruption (`matrices.SameMatrix`)
+            same = stored_C is not None and R.get("matrix") == stored_C.get("matrix")
+            blob = fetch(keys.corruption if same else kr, R["matrix"]) if "matrix" in R else None
             if blob is None:  # evicted or damaged: recover again
                 recover.append(rec.label)
             else:
@@ -134,8 +136,11 @@ def records_of(out: dict, keys: UnitKeys) -> tuple[dict, dict, dict]:
     for part, key, rec, blob in stages:
         rec = dict(rec)
         if rec["status"] == OK and blob in blobs:  # ok is cacheable: its matrix is stored with it
-            rec["matrix"] = {"xxh3": matrix_digest(blobs[blob]), "bytes": len(blobs[blob])}
-            matrices[key] = blobs[blob]
+            if isinstance(blobs[blob], SameMatrix):  # the corruption's matrix, stored under its key
+                rec["matrix"] = {"xxh3": blobs[blob].xxh3, "bytes": blobs[blob].size}
+            else:
+                rec["matrix"] = {"xxh3": matrix_digest(blobs[blob]), "bytes": len(blobs[blob])}
+                matrices[key] = blobs[blob]
         for target in (body, cacheable) if rec["status"] in CACHED_STATUSES else (body,):
             if part is None:
                 target["corruption"] = rec

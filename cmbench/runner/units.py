@@ -23,7 +23,7 @@ from ..suite import Entry, Experiment, bind
 from .contracts import _before, check_corruption, check_estimate, check_recovery, guarded, readonly, untouched
 from .guard import Outcome, call
 from .jobs import Job, Pair, Work, WorkResult, full_work, work_result
-from .matrices import Damaged, decode, encode, rows_of, sealed, stored
+from .matrices import Damaged, SameMatrix, decode, encode, rows_of, sealed, stored
 from .memo import entry as _entry, experiment_for, loaded
 from .metrics import RECOVERED_TOLERANCE, MetricFailed, corruption_measures, errors, recovery_fractions
 from .seeds import rng_for
@@ -93,6 +93,7 @@ def _execute(job: Job) -> WorkResult:
         else:
             recovered.append((label, blob, seconds))
     Xc = rows = None  # rows: a deletion's kept clean rows (`checks.kept_rows`), None otherwise
+    Xc_blob = None  # the corruption as stored (cached or encoded here), which Xc decodes
     inliers = work.inliers  # the cached corruption's; a fresh one's below
     if work.corrupted is not None and not work.corruption:
         corrupted = stored(work.corrupted)
@@ -100,7 +101,7 @@ def _execute(job: Job) -> WorkResult:
             result["stale"] += 1
         else:
             try:
-                Xc, rows = decode(corrupted, data.X), rows_of(corrupted)
+                Xc, rows, Xc_blob = decode(corrupted, data.X), rows_of(corrupted), corrupted
             except Damaged:
                 Xc = None  # the client checked its digest: a decoding bug at worst; corrupt anew
     if Xc is None and (work.corruption or recover):
@@ -112,7 +113,7 @@ def _execute(job: Job) -> WorkResult:
         measures = corruption_measures(data.X, Xc, data.mean, rows)
         result["corruption"].update(measures)
         inliers = measures["inlier_mean"]
-        result["matrices"]["corruption"] = encode(Xc, data.X, rows)
+        Xc_blob = result["matrices"]["corruption"] = encode(Xc, data.X, rows)
     inliers = None if inliers is None else np.asarray(inliers, dtype=float)
     wanted: dict = {}
     for r_label, e_label in work.estimate:
@@ -125,11 +126,12 @@ def _execute(job: Job) -> WorkResult:
             result["recovery"][label] = recovery
             if Xr is None:
                 continue
-            result["matrices"][label] = encode(Xr, data.X, rows)
+            # a recovery equal to its corruption (`none`) is stored once, as the corruption
+            result["matrices"][label] = SameMatrix.of(Xc_blob) if Xr is Xc else encode(Xr, data.X, rows)
         else:
             recovery = record(OK, seconds=seconds)
             try:
-                Xr = decode(blob, data.X)
+                Xr = Xc if Xc_blob is not None and blob == Xc_blob else decode(blob, data.X)
             except Damaged as exc:
                 result["cells"][label] = {e: record(FAILED, f"cached recovery {label!r} unreadable: {exc}")
                                           for e in wanted.get(label, ())}
