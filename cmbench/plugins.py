@@ -783,7 +783,8 @@ def load_plugins(extra: Sequence = (), base: Path | None = None,
     for name in BUILTIN_MODULES:
         module = importlib.import_module(f"cmbench.builtins.{name}")
         loader.add(module, Source(f"cmbench.{name}", __version__))
-    loader.add(importlib.import_module(REPORT_PAGES), Source(REPORT_PAGES, __version__), listed=False)
+    # The report's own page kinds (`REPORT_PAGES`) are not loaded here: the runner never imports
+    # the report; `cmbench.report.kinds.page_kinds` loads them (`builtin_pages`) beside these.
     loader.registry.autoload = os.environ.get(AUTOLOAD_ENV, "").strip() in ("", "0")  # as pytest's variable
     entry_points = importlib.metadata.entry_points(group="cmbench") if loader.registry.autoload else ()
     for ep in sorted(entry_points, key=lambda e: e.name):

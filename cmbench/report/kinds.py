@@ -135,10 +135,9 @@ def page_kinds(registry=None) -> list[PageKind]:
     from ..errors import describe_error
     from ..plugins import REPORT_PAGES, builtin_pages
 
-    if registry is None:
-        registry = builtin_pages()
+    hooks = builtin_pages().page_hooks + list(getattr(registry, "page_hooks", ()))
     out: dict[str, tuple[PageKind, str]] = {}
-    for source, hook in registry.page_hooks:
+    for source, hook in hooks:
         plugin = source.plugin
         try:
             found = hook()
