@@ -36,7 +36,7 @@ from .options import check_timeout
 from .plugins import (KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins,
                       resolve_plugin, split_spec, watch_child)
 from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
-from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
+from .runner.guard import Context, call as guarded_call  # the one guarded plugin call, as a suite's cells use it
 from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
 from .suite import MAX_SEED, Entry
 from .theory import changed_entries
@@ -143,7 +143,7 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     random.seed(noise)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
-        outcome = guarded_call(fn, _LIMIT[0], *copies, **kwargs)
+        outcome = guarded_call(fn, Context(_LIMIT[0]), *copies, **kwargs)
     out = _Call(value=outcome.value, user_error=outcome.user_error)
     if outcome.status in (UNDEFINED, NOT_APPLICABLE):
         out.undefined = f"{'Undefined' if outcome.status == UNDEFINED else 'NotApplicable'}: {outcome.error}"

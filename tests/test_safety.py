@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from cmbench.cli import main
 from cmbench.errors import SuiteError
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from cmbench.suite import load_suite
 import conftest
 from conftest import PLUGINS, assert_user_error, survivors, write
@@ -253,7 +254,7 @@ def test_timeout_that_is_not_a_finite_number_exits_2(tmp_path, out, value):
 @pytest.fixture(scope="module")
 def cube(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("cube")
-    run_suite(suite_file(folder), out=folder / "out", report=False)
+    run_suite(suite_file(folder), RunOptions(out=folder / "out"))
     return folder / "out" / "s" / "e.nc"
 
 
@@ -514,7 +515,7 @@ def test_data_file_above_the_size_limit_is_refused_before_it_is_read(tmp_path, o
 def test_csv_with_a_header_for_every_field_still_loads(tmp_path, out):
     write(tmp_path / "in" / "table.csv", "a,b,c,d\n" + ROWS)
     path = write(tmp_path / "in" / "csv.toml", CSV_SUITE)
-    ds = run_suite(path, out=out, report=False)["e"]
+    ds = run_suite(path, RunOptions(out=out))["e"]
     assert (ds["status"] == "ok").all()
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 from .. import selection
-from ..options import check_timeout
+from ..options import RunOptions
 from ..suite import data_size, load_suite
 from .stages import info_key, lookup, unit_keys
 from .store import Store
@@ -36,16 +35,15 @@ class Plan:
     report: str = ""  # the reports' path without suffix (.pdf, .html)
 
 
-def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Sequence[str] = (),
-            select: Sequence[str] = (), timeout: Optional[float] = None, cache_size=None,
-            report: bool = True) -> Plan:
-    """The plan of ``cmbench suite`` with these options; reads the cache, writes nothing.
+def dry_run(name_or_path, options: RunOptions) -> Plan:
+    """The plan of ``cmbench suite`` with these ``options``; reads the cache, writes nothing.
 
     Everything the run checks before it computes is checked here too, and
-    refused with the run's words: the suite, the options, the output folder
-    (a file in the way, not writable, read-only), the report's paths
-    (``report``: a folder or another kind of file there) and the
-    environment's limits (``CMBENCH_MAX_FILE_GB``).
+    refused with the run's words: the suite, the options (checked when
+    ``options`` was built), the output folder (a file in the way, not
+    writable, read-only), the report's paths (``options.report``: a folder or
+    another kind of file there) and the environment's limits
+    (``CMBENCH_MAX_FILE_GB``).
 
     Returns
     -------
@@ -60,17 +58,17 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
     from ..files import check_target
     from ..output import can_make_folder
 
-    check_timeout(timeout)
-    full = load_suite(name_or_path, plugins)
-    suite = selection.slice_suite(full, experiments, select)
+    out = options.out
+    full = load_suite(name_or_path, options.plugins)
+    suite = selection.slice_suite(full, options.experiments, options.select)
     sliced = selection.is_slice(full, suite)
-    _cache_cap(suite, cache_size)
+    _cache_cap(suite, options.cache_size)
     data.max_file_bytes()  # (absent data files are not looked for: the run may download them)
     root = check_target(Path(out) / suite.name, root=out, kind="folder")
     folder = check_target(root / "slice", root=out, kind="folder") if sliced else root
     can_make_folder(folder, "output folder")
     stem = Path(out) / f"{suite.name}{'-slice' if sliced else ''}"
-    if report:
+    if options.report:
         for kind in ("pdf", "html"):
             check_target(stem.with_name(f"{stem.name}.{kind}"), root=stem.parent, kind=kind)
     store = Store(root, out=Path(out))
@@ -81,7 +79,7 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
                                                     "recoverers", "estimators")}
         by_name[exp.name] = ExperimentPlan(exp.name, sizes)
         result.experiments.append(by_name[exp.name])
-    for exp, job in plan_units(suite, timeout):
+    for exp, job in plan_units(suite, options):
         row = by_name[exp.name]
         keys = unit_keys(suite.seed, exp, job)
         cells = len(exp.recoverers) * len(exp.estimators)

@@ -27,7 +27,7 @@ from ..components import NotApplicable, Undefined
 from ..cube import FAILED, NOT_APPLICABLE, OK, TIMEOUT, UNDEFINED
 from ..errors import UserError, describe_error
 
-__all__ = ["CallTimeout", "Outcome", "call", "describe", "run", "use_slot"]
+__all__ = ["CallTimeout", "Context", "Outcome", "call", "describe", "run", "use_slot"]
 
 
 class CallTimeout(BaseException):
@@ -47,8 +47,14 @@ class Outcome:
     user_error: str = ""  # the message of a `UserError` the call raised: the user's to fix, not the plugin's
 
 
-#: open the debugger where a plugin raised (``cmbench suite --pdb``; in-process runs only)
-POST_MORTEM = False
+@dataclass(frozen=True)
+class Context:
+    """What a guarded call is told of its run: ``timeout``, seconds before the call is stopped
+    (`CallTimeout`; None: no limit), and ``post_mortem``, open the debugger where the plugin
+    raises (``cmbench suite --pdb``; in-process runs only)."""
+
+    timeout: Optional[float] = None
+    post_mortem: bool = False
 
 
 def post_mortem(exc: BaseException) -> None:
@@ -113,16 +119,16 @@ def interrupt(signum=None, frame=None) -> None:
 _FN = object()  # `run`'s default ``home``: the called function itself
 
 
-def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
-    """``run(fn, args, kwargs, timeout=timeout)``: the form the runner uses."""
-    return run(fn, args, kwargs, timeout=timeout)
+def call(fn: Callable, context: Context, *args, **kwargs) -> Outcome:
+    """``run(fn, args, kwargs, context=context)``: the form the runner uses."""
+    return run(fn, args, kwargs, context=context)
 
 
-def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeout: Optional[float] = None,
+def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, context: Context = Context(),
         what: Optional[str] = None, home: Any = _FN) -> Outcome:
     """Run one plugin call ``fn(*args, **kwargs)``; classify its outcome instead of letting it escape.
 
-    ``timeout``: seconds before the call is stopped (`CallTimeout`; None: no limit);
+    ``context``: the call's timeout and whether to debug where it raises (`Context`);
     ``what``: the call as a message names it (default `describe`); ``home``: the
     function whose file holds the frame a message points into (default ``fn``; None:
     the deepest frame).
@@ -137,6 +143,7 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
     ``SystemExit`` or another ``BaseException`` - fails the call.
     """
     kwargs = kwargs or {}
+    timeout = context.timeout
     home = fn if home is _FN else home
     start = time.perf_counter()
     main_thread = threading.current_thread() is threading.main_thread()
@@ -172,7 +179,7 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
     except UserError as exc:  # a data file's mistake (cmbench.data.DataError): the caller decides
         out = Outcome(FAILED, describe_error(exc, home), traceback=traceback.format_exc(), user_error=str(exc))
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
-        if POST_MORTEM:
+        if context.post_mortem:
             post_mortem(exc)
         out = Outcome(FAILED, describe_error(exc, home), traceback=traceback.format_exc())
     except KeyboardInterrupt as exc:

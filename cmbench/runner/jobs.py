@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, TypedDict
 
 from ..cube import Record
+from .guard import Context
 
 if TYPE_CHECKING:
     from ..suite import Experiment
@@ -59,10 +60,16 @@ class Job:
     budget: float
     timeout: Optional[float] = None
     work: Optional[Work] = None
+    post_mortem: bool = False  # ``--pdb``: open the debugger where a plugin raises (in-process runs only)
 
     @property
     def coords(self) -> tuple:
         return (self.dataset, self.instance, self.adversary, self.budget)
+
+    @property
+    def guard(self) -> Context:
+        """The context of the job's guarded plugin calls (`cmbench.runner.guard.run`)."""
+        return Context(self.timeout, self.post_mortem)
 
 
 class Pair(TypedDict):
