@@ -33,7 +33,8 @@ import numpy as np
 from .components import Adversary, Component, Data, Dataset, Estimator, Metric, Recoverer
 from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
-from .plugins import (KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins,
+from .kinds import KINDS, SINGULAR
+from .plugins import (Registry, choices_hint, is_file_spec, load_plugins,
                       resolve_plugin, split_spec, watch_child)
 from .runner.checks import check_corruption, check_data, check_estimate, check_recovery
 from .runner.guard import Context, call as guarded_call  # the one guarded plugin call, as a suite's cells use it
@@ -578,8 +579,8 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
         A name no selected component has (with the close matches).
     """
     labels = {"cmbench." + p[len("cmbench.builtins."):] if p.startswith("cmbench.builtins.") else p for p in plugins}
-    pool = [(kind, decl) for kind in KINDS for name, decl in registry.kind(kind).items()
-            if not labels or registry.source(kind, name).plugin in labels]
+    pool = [(kind.plural, decl) for kind in KINDS for name, decl in registry.kind(kind.plural).items()
+            if not labels or registry.source(kind.plural, name).plugin in labels]
     # a component whose parameters were refused (a lenient load) is selected too: its check fails
     pool += [(kind, decl) for (kind, _), (decl, source, _) in registry.refused.items()
              if not labels or source.plugin in labels]

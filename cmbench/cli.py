@@ -62,15 +62,15 @@ def main() -> None:
               help="Also list each component's parameters with their defaults (`cmbench info NAME` for more).")
 def plugins(plugins, with_params) -> None:
     """List every component: kind, name, plugin and version, description."""
-    from .plugins import AUTOLOAD_ENV, SINGULAR, describe_params, load_plugins
+    from .kinds import LISTED
+    from .plugins import AUTOLOAD_ENV, describe_params, load_plugins
 
     registry = load_plugins(plugins)
-    kinds = ("datasets", "adversaries", "recoverers", "estimators", "metrics")
     last = lambda decl: (" ".join(f"{p['name']}={p['default']}" for p in describe_params(decl)) or "-"  # noqa: E731
                          if with_params else decl.description)
     _table(("kind", "name", "plugin", "parameters (name=default)" if with_params else "description"),
-           [(SINGULAR[kind], name, str(registry.source(kind, name)), last(decl))
-            for kind in kinds for name, decl in registry.kind(kind).items()])
+           [(kind.singular, name, str(registry.source(kind.plural, name)), last(decl))
+            for kind in LISTED for name, decl in registry.kind(kind.plural).items()])
     if not registry.autoload:
         click.echo(f"note: {AUTOLOAD_ENV} is set: entry-point plugins were not loaded")
 

@@ -38,17 +38,14 @@ import numpy as np
 import pluggy
 
 from . import hookspecs
-from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Estimator, Metric, Recoverer
+from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Metric, Recoverer
 from .errors import PluginError, describe_error
+from .kinds import KINDS, SINGULAR
 from .shipping import ShippedPlugin, ship
 from .version import __version__
 
 BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "datasets", "peers", "worstcase",
                    "metrics", "ap25_schemes")
-#: each kind's declaration class and hook (`cmbench.hookspecs`)
-KINDS = {kind: (cls, f"register_{kind}") for kind, cls in (("adversaries", Adversary), ("recoverers", Recoverer),
-         ("estimators", Estimator), ("datasets", Dataset), ("metrics", Metric))}
-SINGULAR = {kind: cls.kind for kind, (cls, _) in KINDS.items()}
 #: the environment variable that turns entry-point plugins off (set to anything but empty or ``0``)
 AUTOLOAD_ENV = "CMBENCH_DISABLE_PLUGIN_AUTOLOAD"
 #: cube variables a metric may not be named after
@@ -89,7 +86,7 @@ class Source:
 
 
 #: the hooks a plugin may implement (`cmbench.hookspecs`)
-HOOKS = tuple(hook for _, hook in KINDS.values())
+HOOKS = tuple(kind.hook for kind in KINDS)
 
 
 @dataclass
@@ -98,8 +95,9 @@ class Registry:
 
     Attributes
     ----------
-    adversaries, recoverers, estimators, datasets, metrics : dict
-        Declaration by name, one dict per kind.
+    components : dict
+        For each kind (`cmbench.kinds.KINDS`, by its plural name), its declarations by
+        name; ``registry.estimators`` (any kind's plural) reads the kind's.
     sources : dict
         `Source` of each ``(kind, name)``.
     plugins : list of Source
@@ -108,11 +106,7 @@ class Registry:
         False when ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` left out entry points.
     """
 
-    adversaries: dict = field(default_factory=dict)
-    recoverers: dict = field(default_factory=dict)
-    estimators: dict = field(default_factory=dict)
-    datasets: dict = field(default_factory=dict)
-    metrics: dict = field(default_factory=dict)
+    components: dict = field(default_factory=lambda: {kind.plural: {} for kind in KINDS})
     sources: dict = field(default_factory=dict)  # (kind, name) -> Source
     plugins: list = field(default_factory=list)  # Source of each loaded plugin, in order
     autoload: bool = True  # False when CMBENCH_DISABLE_PLUGIN_AUTOLOAD skipped entry points
@@ -122,7 +116,14 @@ class Registry:
 
     def kind(self, kind: str) -> dict:
         """The declarations of ``kind`` (``"adversaries"``, ...), by name."""
-        return getattr(self, kind)
+        return self.components[kind]
+
+    def __getattr__(self, name: str) -> dict:
+        # only for the kinds' tables, and never before `components` is set (unpickling asks first)
+        tables = self.__dict__.get("components")
+        if tables is None or name not in tables:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return tables[name]
 
     def get(self, kind: str, name: str) -> Component:
         """The declaration ``name`` of ``kind``, or a `PluginError` with the close matches."""
@@ -238,14 +239,14 @@ class _Loader:
                               + (f" ({hint})" if hint else "")
                               + f"; cmbench's hooks: {', '.join(HOOKS)}") from None
         self.registry.plugins.append(source)
-        for kind, (cls, hook) in KINDS.items():
-            for impl in getattr(self.pm.hook, hook).get_hookimpls():
+        for kind in KINDS:
+            for impl in getattr(self.pm.hook, kind.hook).get_hookimpls():
                 if impl.plugin is plugin:
-                    self._collect(kind, cls, impl.function, source)
+                    self._collect(kind.plural, kind.cls, impl.function, source)
         return True
 
     def declared(self) -> int:
-        return sum(len(self.registry.kind(kind)) for kind in KINDS) + len(self.registry.refused)
+        return sum(len(self.registry.kind(kind.plural)) for kind in KINDS) + len(self.registry.refused)
 
     def _collect(self, kind: str, cls: type, hook_fn, source: Source) -> None:
         try:
@@ -817,7 +818,7 @@ def declares_nothing(name: str, plugin: object) -> str:
 def split_spec(spec: str) -> tuple[list[str], str]:
     """``NAME`` or ``KIND:NAME`` (a kind singular or plural) -> (the kinds it may name, NAME)."""
     kind_part, _, name = spec.rpartition(":")
-    kinds = [k for k in KINDS if kind_part in ("", k, SINGULAR[k])]
+    kinds = [k.plural for k in KINDS if kind_part in ("", k.plural, k.singular)]
     if kind_part and not kinds:
         raise PluginError(f"unknown kind {kind_part!r} in {spec!r}; {choices_hint(kind_part, SINGULAR.values())}")
     return kinds, name

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 from ..bundle import SHIP_LIMIT, SuiteBundle, bundle_suite, register
 from ..errors import UserError
 from ..files import check_target
+from ..kinds import CELL_KINDS, LISTED
 from ..options import RunOptions
 from ..output import writable_folder
 from ..suite import Experiment, Suite, load_suite, shown
@@ -99,8 +100,8 @@ class RunOutputs:
 def plan(suite: Suite, options: Optional[RunOptions] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
     """Every unit of the suite, grouped by data set so per-process data memos hit.
 
-    ``bundle``: the digest of the suite's bundle, by which workers find it (`pack`).
     ``options`` give each job its ``--timeout`` and ``--pdb`` (default `RunOptions`);
+    ``bundle``: the digest of the suite's bundle, by which workers find it (`pack`).
     """
     options = options if options is not None else RunOptions()
     return [(exp, Job(bundle, exp.name, ds.label, inst, adv.label, budget, options.timeout,
@@ -124,10 +125,10 @@ def uses_foreign_plugins(suite: Suite) -> bool:
     Such a sweep runs in a child process even with one worker: a plugin that ends
     its process (``os._exit``) must not take the sweep, its cubes and its exit code with it.
     """
-    return any(is_foreign(suite, kind, e)
+    return any(is_foreign(suite, kind.plural, e)
                for exp in suite.experiments
-               for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
-               for e in getattr(exp, "metric_entries" if kind == "metrics" else kind))
+               for kind in LISTED
+               for e in getattr(exp, kind.entries))
 
 
 def run_suite(name_or_path, options: Optional[RunOptions] = None, stats: Optional[Progress] = None,
@@ -444,9 +445,9 @@ def assemble(suite: Suite, exp: Experiment, results: dict, datasets: dict) -> "x
         "claims": list(exp.claims),
         "theory_figures": list(suite.theory_figures),
         "plugins": [{"plugin": s.plugin, "version": s.version} for s in suite.registry.plugins],
-        "components": {kind: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
-                              for e in getattr(exp, kind)}
-                       for kind in ("datasets", "adversaries", "recoverers", "estimators")},
+        "components": {kind.plural: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
+                                     for e in getattr(exp, kind.entries)}
+                       for kind in CELL_KINDS},
         "metric_components": {m.label: {"name": m.name, "params": m.params, "plugin": m.source}
                               for m in exp.metric_entries},
         "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,

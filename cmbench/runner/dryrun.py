@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import selection
+from ..kinds import GRID_KEYS
 from ..options import RunOptions
 from ..suite import data_size, load_suite
 from .stages import info_key, lookup, unit_keys
@@ -16,7 +17,7 @@ class ExperimentPlan:
     """One experiment of the plan: its grid sizes and how much of it the cache holds."""
 
     name: str
-    sizes: dict  # kind -> number of entries (datasets, instances, adversaries, budgets, ...)
+    sizes: dict  # grid key (`cmbench.kinds.GRID_KEYS`) -> number of entries
     units: int = 0
     cached_units: int = 0
     cells: int = 0
@@ -75,8 +76,7 @@ def dry_run(name_or_path, options: RunOptions) -> Plan:
     by_name = {}
     result = Plan(suite=suite.name, sliced=sliced, cubes=str(folder) + "/", report=str(stem))
     for exp in suite.experiments:
-        sizes = {k: len(getattr(exp, k)) for k in ("datasets", "instances", "adversaries", "budgets",
-                                                    "recoverers", "estimators")}
+        sizes = {k: len(getattr(exp, k)) for k in GRID_KEYS}
         by_name[exp.name] = ExperimentPlan(exp.name, sizes)
         result.experiments.append(by_name[exp.name])
     for exp, job in plan_units(suite, options):
