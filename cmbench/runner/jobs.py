@@ -61,6 +61,7 @@ class Job:
     timeout: Optional[float] = None
     work: Optional[Work] = None
     post_mortem: bool = False  # ``--pdb``: open the debugger where a plugin raises (in-process runs only)
+    running: Optional[str] = None  # the slot naming the plugin call in progress (a watched worker's)
 
     @property
     def coords(self) -> tuple:
@@ -69,7 +70,7 @@ class Job:
     @property
     def guard(self) -> Context:
         """The context of the job's guarded plugin calls (`cmbench.runner.guard.run`)."""
-        return Context(self.timeout, self.post_mortem)
+        return Context(self.timeout, self.post_mortem, self.running)
 
 
 class Pair(TypedDict):
