@@ -31,12 +31,17 @@ class Kind:
         coordinates), or None for a kind that is no dimension (metrics are the cube's variables).
     entries : str
         The attribute of `cmbench.suite.Experiment` holding an experiment's entries of this kind.
+    call : tuple
+        The contract's call of a component's function: the names of its positional
+        arguments and of the keywords it is always given (`cmbench.plugins.check_signature`
+        checks a declared function accepts them, with its parameters).
     """
 
     plural: str
     cls: type[Component]
     dimension: Optional[str]
     entries: str
+    call: tuple[tuple[str, ...], tuple[str, ...]]
 
     @property
     def singular(self) -> str:
@@ -56,11 +61,11 @@ class Kind:
 
 #: every kind, in the order plugins are registered and ``cmbench check`` checks them
 KINDS = (
-    Kind("adversaries", Adversary, "adversary", "adversaries"),
-    Kind("recoverers", Recoverer, "recoverer", "recoverers"),
-    Kind("estimators", Estimator, "estimator", "estimators"),
-    Kind("datasets", Dataset, "dataset", "datasets"),
-    Kind("metrics", Metric, None, "metric_entries"),
+    Kind("adversaries", Adversary, "adversary", "adversaries", (("X", "budget"), ("rng", "structure"))),
+    Kind("recoverers", Recoverer, "recoverer", "recoverers", (("X",), ("rng", "structure", "rank"))),
+    Kind("estimators", Estimator, "estimator", "estimators", (("X",), ("rng",))),
+    Kind("datasets", Dataset, "dataset", "datasets", ((), ("instance", "rng"))),
+    Kind("metrics", Metric, None, "metric_entries", (("mu_hat", "data"), ())),
 )
 #: each kind by its plural name
 BY_NAME = {kind.plural: kind for kind in KINDS}

@@ -40,7 +40,7 @@ import pluggy
 from . import hookspecs
 from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Metric, Recoverer
 from .errors import PluginError, describe_error
-from .kinds import KINDS, SINGULAR
+from .kinds import BY_NAME, KINDS, SINGULAR
 from .shipping import ShippedPlugin, ship
 from .version import __version__
 
@@ -51,16 +51,6 @@ AUTOLOAD_ENV = "CMBENCH_DISABLE_PLUGIN_AUTOLOAD"
 #: cube variables a metric may not be named after
 RESERVED_METRIC_NAMES = ("seconds", "evaluations", "status", "error", "traceback")
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-
-# What each kind's callable is called with, to check its signature fits.
-_X = np.zeros((2, 2))
-_CALLS = {
-    "adversaries": ((_X, 0.0), dict(rng=None, structure=None)),
-    "recoverers": ((_X,), dict(rng=None, structure=None, rank=None)),
-    "estimators": ((_X,), dict(rng=None)),
-    "datasets": ((), dict(instance=0, rng=None)),
-    "metrics": ((_X[0], None), {}),
-}
 
 
 @dataclass(frozen=True)
@@ -419,7 +409,8 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
         sig = inspect.signature(item.fn)
     except (TypeError, ValueError):
         return  # builtins without a signature: nothing to check
-    args, kwargs = _CALLS[kind]
+    positional, keywords = BY_NAME[kind].call
+    kwargs = dict.fromkeys(keywords)  # binding checks names and arity: the values do not matter
     if getattr(item, "adaptive", False):
         kwargs = dict(kwargs, pipeline=None)
     if getattr(item, "needs_truth", False):
@@ -427,10 +418,9 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
     if getattr(item, "inputs", ()):  # a metric's inputs from the runner (`cmbench.Metric`)
         kwargs = dict(kwargs, **{name: None for name in item.inputs})
     try:
-        sig.bind(*args, **kwargs, **params)
+        sig.bind(*positional, **kwargs, **params)
     except TypeError as exc:
-        positional = ("mu_hat", "data") if kind == "metrics" else ("X", "budget")
-        expected = ", ".join([*positional[: len(args)], *(f"{k}=" for k in kwargs)])
+        expected = ", ".join([*positional, *(f"{k}=" for k in kwargs)])
         raise PluginError(f"{what}: signature {item.fn.__name__}{sig} does not fit the contract "
                           f"({expected}, **params): {exc}") from None
 
