@@ -81,7 +81,8 @@ def test_the_kinds_are_listed_in_one_table():
 
 
 def test_the_kind_list_finder_finds_a_list_of_kinds():
-    tree = ast.parse('KINDS = ("datasets", "adversaries")\nx = ["datasets", "ppca"]\nBUILTIN_MODULES = ("metrics", "datasets")\n'
+    tree = ast.parse('KINDS = ("datasets", "adversaries")\nx = ["datasets", "ppca"]\n'
+                     'BUILTIN_MODULES = ("metrics", "datasets")\n'
                      'TABLE = {k: c for k, c in (("metrics", 1), ("datasets", 2))}')
     names = {"datasets", "adversaries", "metrics"}
     assert _kind_lists("plugins.py", tree, names) == ["cmbench/plugins.py:1 datasets, adversaries",
