@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .errors import UserError
+from .plugins import plugin_list
 
 #: most local workers per usable core: beyond it processes only compete for the cores
 MAX_WORKERS_PER_CORE = 4
@@ -158,7 +159,8 @@ class RunOptions:
             object.__setattr__(self, name, value)
 
         put("out", Path(self.out))
-        for name in ("plugins", "experiments", "select"):
+        put("plugins", plugin_list(self.plugins))  # a lone string is refused: it is no list of plugins
+        for name in ("experiments", "select"):
             put(name, _sequence(getattr(self, name)))
         put("timeout", parse_timeout(self.timeout))
         # --pdb debugs in this process and a scheduler brings its own workers: auto means one there

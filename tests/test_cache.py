@@ -55,8 +55,8 @@ def calls(tmp_path: Path) -> dict:
     return {k: lines.count(k) for k in set(lines)}
 
 
-def run(path, out, **kw):
-    return run_suite(path, RunOptions(out=out, **kw))["e"]
+def run(path, out, stats=None, **kw):
+    return run_suite(path, RunOptions(out=out, **kw), stats=stats)["e"]
 
 
 # 2 instances x 2 budgets = 4 units; 2 recoverers (log-fill logs); 2 estimators.

@@ -96,8 +96,8 @@ def test_run_options_are_parsed_once_into_a_frozen_object():
 
     from cmbench.options import SUITE_TIMEOUT, RunOptions
 
-    options = RunOptions(out="o", workers="auto", timeout="none", cache_size="500MB", plugins="x.py",
-                         select=["cmedian"], post_mortem=True)
+    options = RunOptions(out="o", workers="auto", timeout="none", cache_size="500MB", plugins=["x.py"],
+                         select="cmedian", post_mortem=True)
     assert options.workers == 1 and options.timeout is None and options.cache_size == 500_000_000
     assert options.plugins == ("x.py",) and options.select == ("cmedian",) and not options.isolate
     assert str(options.out) == "o" and RunOptions().timeout == SUITE_TIMEOUT

@@ -319,13 +319,14 @@ def test_plugin_raising_a_base_exception_fails_its_cell_naming_the_plugin(tmp_pa
 
 
 def test_keyboard_interrupt_raised_by_a_plugin_is_a_failed_call_not_a_ctrl_c():
+    from cmbench.runner.guard import Context
     from cmbench.runner.units import FAILED, call
 
     def plugin(X):
         raise KeyboardInterrupt
 
     try:
-        outcome = call(plugin, None, np.zeros(2))
+        outcome = call(plugin, Context(), np.zeros(2))
     except KeyboardInterrupt:  # escaping, it would also stop pytest
         pytest.fail("a plugin's KeyboardInterrupt escaped call() as if Ctrl-C had been pressed")
     assert outcome.status == FAILED and "KeyboardInterrupt" in outcome.error and "not a Ctrl-C" in outcome.error
@@ -334,6 +335,7 @@ def test_keyboard_interrupt_raised_by_a_plugin_is_a_failed_call_not_a_ctrl_c():
 def test_a_real_sigint_during_a_plugin_call_still_stops():
     import signal
 
+    from cmbench.runner.guard import Context
     from cmbench.runner.units import call
 
     def plugin():
@@ -341,7 +343,7 @@ def test_a_real_sigint_during_a_plugin_call_still_stops():
         return 1
 
     with pytest.raises(KeyboardInterrupt):
-        call(plugin, None)
+        call(plugin, Context())
 
 
 # ============================================================ --scheduler
