@@ -167,22 +167,21 @@ def run_suite(
     CellsFailed
         ``errors="raise"`` and some cells failed or timed out.
     """
-    from .options import parse_timeout, parse_workers
+    from .options import RunOptions
     from .runner import run_suite as _run
 
     if errors not in ("warn", "raise", "ignore"):
         raise UserError(f"errors must be 'warn', 'raise' or 'ignore', got {errors!r}")
-    workers = 1 if workers == "auto" and (post_mortem or scheduler) else parse_workers(workers, "workers")
-    timeout = parse_timeout(timeout)
-    options = {}
-    if report:
+    options = RunOptions(out=out, plugins=plugins, workers=workers, scheduler=scheduler, timeout=timeout,
+                         resume=resume, cache_size=cache_size, report=report, progress=progress,
+                         experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,
+                         workers_name="workers")
+    then = None
+    if options.report:
         from .report.suite_step import report_step
 
-        options["then"] = report_step(workers)  # before the run lets go of the output folder
-    cubes = _run(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins, timeout=timeout,
-                 resume=resume, progress=progress, stats=stats, cache_size=cache_size,
-                 experiments=experiments, select=select, fail_fast=fail_fast, post_mortem=post_mortem,
-                 **options)
+        then = report_step(options.workers)  # before the run lets go of the output folder
+    cubes = _run(suite, options, stats=stats, then=then)
     if errors != "ignore":
         from .cube import failure_summary
 

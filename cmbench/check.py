@@ -33,10 +33,11 @@ import numpy as np
 from .components import Adversary, Component, Data, Dataset, Estimator, Metric, Recoverer
 from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
-from .plugins import (KINDS, SINGULAR, Registry, choices_hint, is_file_spec, load_plugins,
+from .kinds import KINDS, SINGULAR
+from .plugins import (Registry, choices_hint, is_file_spec, load_plugins,
                       resolve_plugin, split_spec, watch_child)
 from .runner.contracts import check_corruption, check_data, check_estimate, check_recovery
-from .runner.guard import call as guarded_call  # the one guarded plugin call, as a suite's cells use it
+from .runner.guard import Context, call as guarded_call  # the one guarded plugin call, as a suite's cells use it
 from .cube import NOT_APPLICABLE, OK, TIMEOUT as TIMEOUT_STATUS, UNDEFINED
 from .suite import MAX_SEED, Entry
 from .theory import changed_entries
@@ -122,7 +123,7 @@ class _Call:
 
 #: the per-call limit of `cmbench check` in seconds (``--timeout``), as in a suite's cells
 DEFAULT_TIMEOUT = 60.0
-_LIMIT = [DEFAULT_TIMEOUT]  # set by `check_component` for the calls of one component
+_CONTEXT = [Context(DEFAULT_TIMEOUT)]  # set by `check_component` for the calls of one component
 _TIMED_OUT = [False]  # a call of the component being checked timed out
 
 
@@ -136,20 +137,20 @@ def _call(fn: Callable, args: tuple, kwargs: dict, noise: int) -> _Call:
     the component draws from somewhere other than its ``rng``.
     """
     if _TIMED_OUT[0]:  # one timeout per component is enough: its other calls would each wait as long
-        return _Call(error=f"not called: an earlier call did not return within --timeout {_LIMIT[0]:g} s",
+        return _Call(error=f"not called: an earlier call did not return within --timeout {_CONTEXT[0].timeout:g} s",
                      called=False)
     copies = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
     np.random.seed(noise)
     random.seed(noise)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one line per check: a component's warnings are noise here
-        outcome = guarded_call(fn, _LIMIT[0], *copies, **kwargs)
+        outcome = guarded_call(fn, _CONTEXT[0], *copies, **kwargs)
     out = _Call(value=outcome.value, user_error=outcome.user_error)
     if outcome.status in (UNDEFINED, NOT_APPLICABLE):
         out.undefined = f"{'Undefined' if outcome.status == UNDEFINED else 'NotApplicable'}: {outcome.error}"
     elif outcome.status == TIMEOUT_STATUS:
         _TIMED_OUT[0] = True
-        out.error = f"did not return within --timeout {_LIMIT[0]:g} s"
+        out.error = f"did not return within --timeout {_CONTEXT[0].timeout:g} s"
     elif outcome.status != OK:  # the component's bug (or a data set's missing input), reported as its check's failure
         out.error = f"raised {outcome.error}"
     for i, (a, c) in enumerate(zip(args, copies)):
@@ -474,7 +475,7 @@ def recoverer_cases(decl: Recoverer, seed: int = 0) -> list[tuple[str, np.ndarra
 # ------------------------------------------------------------------ checking components
 
 def check_component(kind: str, decl: Component, seed: int = 0,
-                    timeout: Optional[float] = DEFAULT_TIMEOUT) -> list[Result]:
+                    timeout: Optional[float] = DEFAULT_TIMEOUT, running: Optional[str] = None) -> list[Result]:
     """Every check of ``kind`` on component ``decl``, over the generated cases of its kind.
 
     Parameters
@@ -488,6 +489,9 @@ def check_component(kind: str, decl: Component, seed: int = 0,
     timeout : float or None, default `DEFAULT_TIMEOUT`
         Seconds each call of the component may take (None: no limit); a call
         that takes longer fails its check.
+    running : str or None
+        The slot in which each call names itself (`cmbench.runner.guard.Context`), in the
+        process `run_checks` watches.
 
     Returns
     -------
@@ -495,7 +499,7 @@ def check_component(kind: str, decl: Component, seed: int = 0,
         One per check of `CHECKS` ``[kind]``, in order: FAIL with the first
         case's reason, SKIP when every case was undefined, else PASS.
     """
-    previous, _LIMIT[0] = _LIMIT[0], timeout
+    previous, _CONTEXT[0] = _CONTEXT[0], Context(timeout, running=running)
     _TIMED_OUT[0] = False
     try:
         failures: dict = {}  # check -> first reason
@@ -529,7 +533,7 @@ def check_component(kind: str, decl: Component, seed: int = 0,
                 results.append(Result(kind, decl.name, check, PASS))
         return results
     finally:
-        _LIMIT[0] = previous
+        _CONTEXT[0] = previous
         _TIMED_OUT[0] = False
 
 
@@ -578,8 +582,8 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
         A name no selected component has (with the close matches).
     """
     labels = {"cmbench." + p[len("cmbench.builtins."):] if p.startswith("cmbench.builtins.") else p for p in plugins}
-    pool = [(kind, decl) for kind in KINDS for name, decl in registry.kind(kind).items()
-            if not labels or registry.source(kind, name).plugin in labels]
+    pool = [(kind.plural, decl) for kind in KINDS for name, decl in registry.kind(kind.plural).items()
+            if not labels or registry.source(kind.plural, name).plugin in labels]
     # a component whose parameters were refused (a lenient load) is selected too: its check fails
     pool += [(kind, decl) for (kind, _), (decl, source, _) in registry.refused.items()
              if not labels or source.plugin in labels]
@@ -659,9 +663,8 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
     seconds without a word, when a call ignores the alarm).
     """
     from .pools import Slot
-    from .runner.guard import use_slot
 
-    slot = Slot()  # the plugin call in progress (`guard.RUNNING`), written by the child
+    slot = Slot()  # the plugin call in progress (`guard.Context.running`), written by the child
     where: list = ["start"]
 
     def on_message(message: tuple) -> bool:
@@ -678,10 +681,9 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
             where[:] = message
         return False
 
-    args = (plugins, tuple(names), seed, timeout, frozenset(done))
+    args = (plugins, tuple(names), seed, timeout, frozenset(done), slot.path)
     try:
-        how = watch_child(_child, args, None if timeout is None else timeout + _GRACE, on_message,
-                          (use_slot, slot.path))
+        how = watch_child(_child, args, None if timeout is None else timeout + _GRACE, on_message)
         call = slot.value.decode("utf-8", "replace")
     finally:
         slot.close()
@@ -700,7 +702,7 @@ def _check_in_child(plugins, names, seed, timeout, done: set, emit) -> Optional[
     return where[1], where[2], f"ended its process ({how})" + (f" in {call}" if call else "")
 
 
-def _child(conn, plugins, names, seed, timeout, done) -> None:
+def _child(conn, plugins, names, seed, timeout, done, running: str) -> None:
     """The guard process of `run_checks`: import, check, report each step to the parent through ``conn``."""
     from . import plugins as plugin_host
 
@@ -723,7 +725,7 @@ def _child(conn, plugins, names, seed, timeout, done) -> None:
             continue
         conn.send(("component", kind, decl.name))
         refused = registry.refused.get((kind, decl.name))
-        results = (check_component(kind, decl, seed, timeout) if refused is None
+        results = (check_component(kind, decl, seed, timeout, running) if refused is None
                    else refused_results(kind, decl, refused[2]))
         for result in results:
             conn.send(("result", result))

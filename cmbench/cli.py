@@ -62,15 +62,15 @@ def main() -> None:
               help="Also list each component's parameters with their defaults (`cmbench info NAME` for more).")
 def plugins(plugins, with_params) -> None:
     """List every component: kind, name, plugin and version, description."""
-    from .plugins import AUTOLOAD_ENV, SINGULAR, describe_params, load_plugins
+    from .kinds import LISTED
+    from .plugins import AUTOLOAD_ENV, describe_params, load_plugins
 
     registry = load_plugins(plugins)
-    kinds = ("datasets", "adversaries", "recoverers", "estimators", "metrics")
     last = lambda decl: (" ".join(f"{p['name']}={p['default']}" for p in describe_params(decl)) or "-"  # noqa: E731
                          if with_params else decl.description)
     _table(("kind", "name", "plugin", "parameters (name=default)" if with_params else "description"),
-           [(SINGULAR[kind], name, str(registry.source(kind, name)), last(decl))
-            for kind in kinds for name, decl in registry.kind(kind).items()])
+           [(kind.singular, name, str(registry.source(kind.plural, name)), last(decl))
+            for kind in LISTED for name, decl in registry.kind(kind.plural).items()])
     if not registry.autoload:
         click.echo(f"note: {AUTOLOAD_ENV} is set: entry-point plugins were not loaded")
 
@@ -165,21 +165,15 @@ def check(plugins, names, seed, timeout) -> None:
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed cell and print its full traceback.")
 @click.option("--pdb", "post_mortem", is_flag=True,
               help="Open the debugger where a plugin raises (in this process: not with --workers/--scheduler).")
-def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, report, progress,
-          experiments, select, dry_run, fail_fast, post_mortem) -> None:
+def suite(suite, dry_run, **given) -> None:
     """Run SUITE (a shipped name such as 'paper' or a path to a .toml file)."""
     from .cube import STATUSES, failures
+    from .options import RunOptions
     from .runner import Interrupted, Progress, StoppedAtFailure, run_suite
 
-    from .options import check_run_options, parse_timeout, parse_workers
-
-    timeout = parse_timeout(timeout)
-    # --pdb debugs in this process and a scheduler brings its own workers: auto means one there
-    workers = 1 if workers == "auto" and (post_mortem or scheduler) else parse_workers(workers)
-    check_run_options(workers=workers, timeout=timeout, scheduler=scheduler, post_mortem=post_mortem,
-                      cache_size=cache_size)
+    options = RunOptions(**given)  # each option is named for its field: parsed and checked here, once
     if dry_run:
-        _print_plan(suite, out, plugins, experiments, select, timeout, cache_size, report)
+        _print_plan(suite, options)
         return
     from concurrent.futures.process import BrokenProcessPool
 
@@ -187,15 +181,11 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
 
     stats = Progress()
     started = time.monotonic()
-    try:
-        cubes = run_suite(suite, out=out, workers=workers, scheduler=scheduler, plugins=plugins,
-                          timeout=timeout, resume=resume, progress=progress, stats=stats,
-                          cache_size=cache_size, experiments=experiments, select=select,
-                          fail_fast=fail_fast, post_mortem=post_mortem,
-                          then=report_step(workers) if report else None)  # under the run lock
+    try:  # the report step runs under the run lock
+        cubes = run_suite(suite, options, stats=stats, then=report_step(options.workers) if options.report else None)
     except BrokenProcessPool as exc:  # a process drawing the report's pages died
         click.echo(f"cmbench: error: a process drawing the report ended abruptly ({exc}); no report was written", err=True)
-        click.echo(f"cmbench: the cubes are written in {Path(out) / Path(stats.outputs.report).name}/; "
+        click.echo(f"cmbench: the cubes are written in {options.out / Path(stats.outputs.report).name}/; "
                    "`cmbench suite` again draws the report", err=True)
         sys.exit(1)
     except Interrupted as exc:
@@ -225,14 +215,14 @@ def suite(suite, out, plugins, workers, scheduler, timeout, resume, cache_size, 
     suite_name = next(iter(cubes.values())).attrs["suite"] if cubes else suite
     from .report.content.summary import summary_lines
 
-    for line in summary_lines(cubes, plugins=plugins):
+    for line in summary_lines(cubes, plugins=options.plugins):
         click.echo(line)
     click.echo(f"{sum(counts.values())} cells ({stats.cached_cells} from the cache; {stats.total} units, "
                f"{stats.cached} wholly cached) in {_elapsed(time.monotonic() - started)}: "
                + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]))
     if stats.outputs is not None:  # where the run wrote: a slice's own folder only when it is a slice
         click.echo(f"cubes: {stats.outputs.cubes[0].parent}/")
-        if report:
+        if options.report:
             click.echo(f"report: {stats.outputs.report}.pdf, {stats.outputs.report}.html")
     _print_claims(cubes)
     if failed:
@@ -473,12 +463,12 @@ def cache_clear(suite, out) -> None:
         click.echo(_no_cache(out, suite))
 
 
-def _print_plan(suite, out, plugins, experiments, select, timeout, cache_size, report) -> None:
+def _print_plan(suite, options) -> None:
     from .runner.dryrun import dry_run
     from .sizes import format_size
 
-    plan = dry_run(suite, out=out, plugins=plugins, experiments=experiments, select=select, timeout=timeout,
-                   cache_size=cache_size, report=report)
+    report = options.report
+    plan = dry_run(suite, options)
     what = " (a slice)" if plan.sliced else ""
     click.echo(f"dry run of suite {plan.suite!r}{what}: nothing is computed or written")
     _table(("experiment", "cells", "cached", "units", "cached", "grid"),

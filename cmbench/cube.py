@@ -305,7 +305,7 @@ def build(coords: Mapping[str, list], results: Mapping[tuple, dict], attrs: Mapp
 
 # ---------------------------------------------------------------- parameters as data
 #: the dims whose labels are components, which have parameters
-PARAM_DIMS = ("dataset", "adversary", "recoverer", "estimator")
+PARAM_DIMS = tuple(dim for dim in DIMS if dim not in ("instance", "budget"))
 
 
 def param_name(dim: str, param: str) -> str:

@@ -1,15 +1,20 @@
-"""Options a run takes on the command line, checked in one place for a real run and ``--dry-run``.
+"""The options of a suite run, parsed and checked once into a `RunOptions`.
 
-`cmbench suite --dry-run` promises the plan of the real run: an option the real
-run would refuse is refused by the dry run too, with the same one line.
+`cmbench suite` and `cmbench.run_suite` build one from what the user gave and
+hand it to the runner, the dry run and the data-set loader, which take it as
+checked: an option a real run would refuse is refused before anything starts,
+by ``--dry-run`` too, with the same one line.
 """
 from __future__ import annotations
 
 import math
 import os
-from typing import Optional
+from dataclasses import InitVar, dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
 
 from .errors import UserError
+from .plugins import plugin_list
 
 #: most local workers per usable core: beyond it processes only compete for the cores
 MAX_WORKERS_PER_CORE = 4
@@ -89,21 +94,93 @@ def check_timeout(timeout: Optional[float]) -> Optional[float]:
     return timeout
 
 
-def check_run_options(*, workers: int, timeout: Optional[float] = None, scheduler: Optional[str] = None,
-                      post_mortem: bool = False, cache_size=None) -> None:
-    """Every check a real run makes of its options before it starts (`cmbench.runner.run_suite`
-    repeats them), for ``--dry-run``.
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a suite: every option of ``cmbench suite`` (but ``--dry-run``), parsed and checked.
+
+    Built from what the user gave (strings as on the command line, or the
+    values of `cmbench.run_suite`): construction parses and checks every field
+    once, so that a `RunOptions` that exists is one a run accepts.
+
+    Parameters
+    ----------
+    out : path, default "reports"
+        Output folder: cubes, the stage cache and the reports.
+    plugins : sequence, default ()
+        Plugins on top of the suite's (``--plugin``).
+    workers : int or "auto", default 1
+        Local worker processes; ``"auto"``: one per usable core (one with ``post_mortem``
+        or a ``scheduler``, which brings its own workers); at most `MAX_WORKERS_PER_CORE`
+        per usable core.
+    scheduler : str or None
+        A Dask scheduler address, or ``"local"``.
+    timeout : float, "none" or None, default `SUITE_TIMEOUT`
+        Seconds a plugin call may take (at most `MAX_TIMEOUT`); None: no limit.
+    resume : bool, default True
+        Reuse cached stages; False clears the suite's cache first.
+    cache_size : int, str or None
+        Cap of the stage cache (``"500MB"``), in bytes once parsed; None: the suite's, else 2 GB.
+    report : bool, default False
+        Draw the suite's reports after the run (the runner itself draws none).
+    progress : bool or None
+        A progress bar; None: on a terminal or in a notebook.
+    experiments, select : sequence of str
+        Run only these experiments, only the cells these ``-k`` patterns select (a slice).
+    fail_fast : bool, default False
+        Stop at the first failed cell.
+    post_mortem : bool, default False
+        Open the debugger where a plugin raises (in this process: not with workers or a scheduler).
+    workers_name : str, default "--workers"
+        How a message names ``workers`` (``"workers"`` for the API); not stored.
 
     Raises
     ------
     UserError
-        The option that a real run would refuse, named.
+        The option a run would refuse, named as the user gave it.
     """
-    if post_mortem and (workers > 1 or scheduler):
-        raise UserError("--pdb debugs in this process: it cannot be combined with --workers or --scheduler")
-    parse_workers(workers)
-    check_timeout(timeout)
-    if cache_size is not None:
-        from .sizes import parse_size
 
-        parse_size(cache_size)
+    out: Path = Path("reports")
+    plugins: tuple = ()
+    workers: int = 1
+    scheduler: Optional[str] = None
+    timeout: Optional[float] = SUITE_TIMEOUT
+    resume: bool = True
+    cache_size: Optional[int] = None
+    report: bool = False
+    progress: Optional[bool] = None
+    experiments: tuple = ()
+    select: tuple = ()
+    fail_fast: bool = False
+    post_mortem: bool = False
+    workers_name: InitVar[str] = "--workers"
+
+    def __post_init__(self, workers_name: str) -> None:
+        def put(name: str, value: Any) -> None:  # frozen: the parsed value replaces the given one
+            object.__setattr__(self, name, value)
+
+        put("out", Path(self.out))
+        put("plugins", plugin_list(self.plugins))  # a lone string is refused: it is no list of plugins
+        for name in ("experiments", "select"):
+            put(name, _sequence(getattr(self, name)))
+        put("timeout", parse_timeout(self.timeout))
+        # --pdb debugs in this process and a scheduler brings its own workers: auto means one there
+        auto = isinstance(self.workers, str) and self.workers.strip().lower() == "auto"
+        put("workers", 1 if auto and (self.post_mortem or self.scheduler)
+            else parse_workers(self.workers, workers_name))
+        if self.post_mortem and (self.workers > 1 or self.scheduler):
+            raise UserError("--pdb debugs in this process: it cannot be combined with --workers or --scheduler")
+        if self.cache_size is not None:
+            from .sizes import parse_size
+
+            put("cache_size", parse_size(self.cache_size))
+
+    @property
+    def isolate(self) -> bool:
+        """Whether third-party plugin code may run in child processes (not under ``--pdb``,
+        which debugs in this process)."""
+        return not self.post_mortem
+
+
+def _sequence(value: "Sequence[Any] | str") -> tuple:
+    """A repeatable option as a tuple (one string given alone is one item, not its letters)."""
+    return (value,) if isinstance(value, (str, os.PathLike)) else tuple(value)

@@ -38,32 +38,19 @@ import numpy as np
 import pluggy
 
 from . import hookspecs
-from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Estimator, Metric, Recoverer
+from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Metric, Recoverer
 from .errors import PluginError, describe_error
+from .kinds import BY_NAME, KINDS, SINGULAR
 from .shipping import ShippedPlugin, ship
 from .version import __version__
 
 BUILTIN_MODULES = ("adversaries", "recoverers", "ppca", "estimators", "sample_estimators", "ap25_estimators",
                    "datasets", "distributions", "peers", "worstcase", "metrics", "ap25_schemes")
-#: each kind's declaration class and hook (`cmbench.hookspecs`)
-KINDS = {kind: (cls, f"register_{kind}") for kind, cls in (("adversaries", Adversary), ("recoverers", Recoverer),
-         ("estimators", Estimator), ("datasets", Dataset), ("metrics", Metric))}
-SINGULAR = {kind: cls.kind for kind, (cls, _) in KINDS.items()}
 #: the environment variable that turns entry-point plugins off (set to anything but empty or ``0``)
 AUTOLOAD_ENV = "CMBENCH_DISABLE_PLUGIN_AUTOLOAD"
 #: cube variables a metric may not be named after
 RESERVED_METRIC_NAMES = ("seconds", "evaluations", "status", "error", "traceback")
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-
-# What each kind's callable is called with, to check its signature fits.
-_X = np.zeros((2, 2))
-_CALLS = {
-    "adversaries": ((_X, 0.0), dict(rng=None, structure=None)),
-    "recoverers": ((_X,), dict(rng=None, structure=None, rank=None)),
-    "estimators": ((_X,), dict(rng=None)),
-    "datasets": ((), dict(instance=0, rng=None)),
-    "metrics": ((_X[0], None), {}),
-}
 
 
 @dataclass(frozen=True)
@@ -92,7 +79,7 @@ class Source:
 #: plugin registering the report's own pages through it
 PAGES_HOOK, REPORT_PAGES = "register_report_pages", "cmbench.report.pages"
 #: the hooks a plugin may implement (`cmbench.hookspecs`)
-HOOKS = (*(hook for _, hook in KINDS.values()), PAGES_HOOK)
+HOOKS = (*(kind.hook for kind in KINDS), PAGES_HOOK)
 
 
 @dataclass
@@ -101,8 +88,9 @@ class Registry:
 
     Attributes
     ----------
-    adversaries, recoverers, estimators, datasets, metrics : dict
-        Declaration by name, one dict per kind.
+    components : dict
+        For each kind (`cmbench.kinds.KINDS`, by its plural name), its declarations by
+        name; ``registry.estimators`` (any kind's plural) reads the kind's.
     sources : dict
         `Source` of each ``(kind, name)``.
     plugins : list of Source
@@ -111,11 +99,7 @@ class Registry:
         False when ``CMBENCH_DISABLE_PLUGIN_AUTOLOAD`` left out entry points.
     """
 
-    adversaries: dict = field(default_factory=dict)
-    recoverers: dict = field(default_factory=dict)
-    estimators: dict = field(default_factory=dict)
-    datasets: dict = field(default_factory=dict)
-    metrics: dict = field(default_factory=dict)
+    components: dict = field(default_factory=lambda: {kind.plural: {} for kind in KINDS})
     sources: dict = field(default_factory=dict)  # (kind, name) -> Source
     plugins: list = field(default_factory=list)  # Source of each loaded plugin, in order
     autoload: bool = True  # False when CMBENCH_DISABLE_PLUGIN_AUTOLOAD skipped entry points
@@ -128,7 +112,14 @@ class Registry:
 
     def kind(self, kind: str) -> dict:
         """The declarations of ``kind`` (``"adversaries"``, ...), by name."""
-        return getattr(self, kind)
+        return self.components[kind]
+
+    def __getattr__(self, name: str) -> dict:
+        # only for the kinds' tables, and never before `components` is set (unpickling asks first)
+        tables = self.__dict__.get("components")
+        if tables is None or name not in tables:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return tables[name]
 
     def get(self, kind: str, name: str) -> Component:
         """The declaration ``name`` of ``kind``, or a `PluginError` with the close matches."""
@@ -249,14 +240,14 @@ class _Loader:
             self.registry.plugins.append(source)
         self.registry.page_hooks += [(source, impl.function) for impl in getattr(self.pm.hook, PAGES_HOOK)
                                      .get_hookimpls() if impl.plugin is plugin]
-        for kind, (cls, hook) in KINDS.items():
-            for impl in getattr(self.pm.hook, hook).get_hookimpls():
+        for kind in KINDS:
+            for impl in getattr(self.pm.hook, kind.hook).get_hookimpls():
                 if impl.plugin is plugin:
-                    self._collect(kind, cls, impl.function, source)
+                    self._collect(kind.plural, kind.cls, impl.function, source)
         return True
 
     def declared(self) -> int:
-        return (sum(len(self.registry.kind(kind)) for kind in KINDS) + len(self.registry.refused)
+        return (sum(len(self.registry.kind(kind.plural)) for kind in KINDS) + len(self.registry.refused)
                 + len(self.registry.page_hooks))
 
     def _collect(self, kind: str, cls: type, hook_fn, source: Source) -> None:
@@ -430,7 +421,8 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
         sig = inspect.signature(item.fn)
     except (TypeError, ValueError):
         return  # builtins without a signature: nothing to check
-    args, kwargs = _CALLS[kind]
+    positional, keywords = BY_NAME[kind].call
+    kwargs = dict.fromkeys(keywords)  # binding checks names and arity: the values do not matter
     if getattr(item, "adaptive", False):
         kwargs = dict(kwargs, pipeline=None)
     if getattr(item, "needs_truth", False):
@@ -438,10 +430,9 @@ def check_signature(kind: str, item: Component, params: dict, what: str) -> None
     if getattr(item, "inputs", ()):  # a metric's inputs from the runner (`cmbench.Metric`)
         kwargs = dict(kwargs, **{name: None for name in item.inputs})
     try:
-        sig.bind(*args, **kwargs, **params)
+        sig.bind(*positional, **kwargs, **params)
     except TypeError as exc:
-        positional = ("mu_hat", "data") if kind == "metrics" else ("X", "budget")
-        expected = ", ".join([*positional[: len(args)], *(f"{k}=" for k in kwargs)])
+        expected = ", ".join([*positional, *(f"{k}=" for k in kwargs)])
         raise PluginError(f"{what}: signature {item.fn.__name__}{sig} does not fit the contract "
                           f"({expected}, **params): {exc}") from None
 
@@ -831,7 +822,7 @@ def declares_nothing(name: str, plugin: object) -> str:
 def split_spec(spec: str) -> tuple[list[str], str]:
     """``NAME`` or ``KIND:NAME`` (a kind singular or plural) -> (the kinds it may name, NAME)."""
     kind_part, _, name = spec.rpartition(":")
-    kinds = [k for k in KINDS if kind_part in ("", k, SINGULAR[k])]
+    kinds = [k.plural for k in KINDS if kind_part in ("", k.plural, k.singular)]
     if kind_part and not kinds:
         raise PluginError(f"unknown kind {kind_part!r} in {spec!r}; {choices_hint(kind_part, SINGULAR.values())}")
     return kinds, name

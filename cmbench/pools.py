@@ -150,7 +150,7 @@ def size() -> int:
 def private(workers: int = 1, setup: Optional[tuple] = None):
     """A pool of its own (`loky.ProcessPoolExecutor`): for a task whose worker may be killed or
     may end its process, without breaking the shared pool. ``setup``, ``(function, *args)``
-    (picklable), is called first in each worker (e.g. `cmbench.runner.guard.use_slot`)."""
+    (picklable), is called first in each worker."""
     import loky
 
     return loky.ProcessPoolExecutor(max_workers=workers, env=_START_ENV, initializer=_init,

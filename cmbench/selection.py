@@ -16,10 +16,12 @@ import itertools
 from typing import Sequence
 
 from .errors import UserError
+from .kinds import CELL_KINDS
 from .plugins import choices_hint
 from .suite import Experiment, Suite
 
-KINDS = ("datasets", "adversaries", "recoverers", "estimators")
+#: the kinds naming a cell (``dataset/adversary/recoverer/estimator``), in that order
+CELL = tuple(kind.plural for kind in CELL_KINDS)
 
 
 def matches(pattern: str, labels: Sequence[str]) -> bool:
@@ -66,14 +68,14 @@ def slice_suite(suite: Suite, experiments: Sequence[str] = (), patterns: Sequenc
 
 
 def _narrow(exp: Experiment, patterns: Sequence[str]) -> Experiment | None:
-    keep = {kind: set() for kind in KINDS}
-    for labels in itertools.product(*([x.label for x in getattr(exp, kind)] for kind in KINDS)):
+    keep = {kind: set() for kind in CELL}
+    for labels in itertools.product(*([x.label for x in getattr(exp, kind)] for kind in CELL)):
         if any(matches(p, labels) for p in patterns):
-            for kind, label in zip(KINDS, labels):
+            for kind, label in zip(CELL, labels):
                 keep[kind].add(label)
-    if not keep["datasets"]:
+    if not keep[CELL[0]]:  # no cell matched
         return None
-    lists = {kind: tuple(x for x in getattr(exp, kind) if x.label in keep[kind]) for kind in KINDS}
+    lists = {kind: tuple(x for x in getattr(exp, kind) if x.label in keep[kind]) for kind in CELL}
     methods = {m: pair for m, pair in exp.methods.items()
                if pair[0] in keep["recoverers"] and pair[1] in keep["estimators"]}
     return dataclasses.replace(exp, methods=methods, **lists)

@@ -22,7 +22,8 @@ import tomllib
 from .components import Component
 from .errors import PluginError, SuiteError, UserError
 from .files import file_problem
-from .plugins import (RESERVED_METRIC_NAMES, SINGULAR, Registry, choices_hint, did_you_mean, domain_problem,
+from .kinds import CELL_KINDS, GRID_KEYS, LISTED, METHOD_KINDS, SINGULAR
+from .plugins import (RESERVED_METRIC_NAMES, Registry, choices_hint, did_you_mean, domain_problem,
                       is_file_spec, load_plugins, plugin_file_problem, plugin_list, ship, shipped_key)
 
 #: the largest suite seed: the cube stores it as a netCDF attribute of type int64
@@ -30,10 +31,13 @@ MAX_SEED = 2 ** 63 - 1
 SUITE_KEYS = {"name": str, "description": str, "seed": int, "plugins": list, "experiment": list,
               "theory_figures": list, "cache_size": (str, int)}
 REQUIRED_SUITE_KEYS = ("name", "experiment")
+#: an experiment's keys: its grid (a list of each kind along the cube, its instances and budgets),
+#: its other kinds' lists (metrics), then the rest
 EXPERIMENT_KEYS = {
-    "name": str, "description": str, "datasets": list, "instances": (int, list),
-    "adversaries": list, "budgets": (list, dict), "recoverers": list, "estimators": list,
-    "metrics": list, "methods": dict, "claim": list, "report": dict,
+    "name": str, "description": str,
+    **{key: {"instances": (int, list), "budgets": (list, dict)}.get(key, list) for key in GRID_KEYS},
+    **{kind.suite_key: list for kind in LISTED if kind.dimension is None},
+    "methods": dict, "claim": list, "report": dict,
 }
 #: keys of an experiment's ``[experiment.report]`` table
 REPORT_KEYS = {"x": str, "band": str, "yscale": str}
@@ -41,11 +45,11 @@ REPORT_KEYS = {"x": str, "band": str, "yscale": str}
 REPORT_BANDS = ("auto", "sd", "ci95", "minmax", "none")
 #: what ``[experiment.report] yscale`` may say: the curve pages' y axis (`cmbench.report.content.figures`)
 REPORT_YSCALES = ("auto", "log", "linear")
-REQUIRED_EXPERIMENT_KEYS = ("name", "datasets", "adversaries", "budgets", "recoverers", "estimators")
+REQUIRED_EXPERIMENT_KEYS = ("name", *(key for key in GRID_KEYS if key != "instances"))  # one instance by default
 #: metrics every cube holds (reports read them), computed whether listed or not
 ALWAYS_METRICS = ("l2", "mahalanobis")
 #: the cube dimension of each kind of component a suite lists (its parameters are coordinates along it)
-PARAM_DIMS = {kind: SINGULAR[kind] for kind in ("datasets", "adversaries", "recoverers", "estimators")}
+PARAM_DIMS = {kind.suite_key: kind.dimension for kind in CELL_KINDS}
 
 #: Suite, experiment and component labels: they name files and folders (``<out>/<suite>/<experiment>.nc``),
 #: so a label is a plain file name that is the same on every file system: no separator, no leading dot
@@ -575,7 +579,7 @@ def _contenders(registry: Registry, cli_plugins: Sequence) -> dict:
     # a plugin object (`cmbench.plugins.ShippedPlugin`) by its str, a file by its absolute path
     labels = {str(Path(s).resolve()) if isinstance(s, str) and is_file_spec(s) else str(s) for s in cli_plugins}
     return {kind: [name for name in registry.kind(kind) if registry.source(kind, name).plugin in labels]
-            for kind in ("recoverers", "estimators")}
+            for kind in (k.plural for k in METHOD_KINDS)}
 
 
 def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
@@ -583,7 +587,7 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
     _check_keys(ctx, table, EXPERIMENT_KEYS, REQUIRED_EXPERIMENT_KEYS, "an [[experiment]] table")
     check_label(ctx.at("name"), table["name"], "experiment name")
     lists, listed = {}, {}  # key -> its entries; the labels the suite lists (then contenders, always-metrics)
-    for kind in (*PARAM_DIMS, "metrics"):
+    for kind in (k.suite_key for k in LISTED):
         entries = [e for i, item in enumerate(table.get(kind, ["l2"]))
                    for e in _entries(ctx.at(f"{kind}[{i}]"), kind, item, registry)]
         if not entries:
@@ -609,9 +613,8 @@ def _experiment(ctx: _Ctx, table: dict, registry: Registry, contenders: dict,
                     for key, allowed in (("band", REPORT_BANDS), ("yscale", REPORT_YSCALES)))
     return Experiment(
         name=table["name"], description=table.get("description", ""),
-        datasets=lists["datasets"], instances=instances, adversaries=lists["adversaries"],
-        budgets=budgets, recoverers=lists["recoverers"], estimators=lists["estimators"],
-        metrics=metrics, methods=methods, claims=claims, metric_entries=tuple(metric_entries),
+        **{kind.entries: lists[kind.suite_key] for kind in CELL_KINDS}, instances=instances,
+        budgets=budgets, metrics=metrics, methods=methods, claims=claims, metric_entries=tuple(metric_entries),
         report_x=report_x, report_band=band, report_yscale=yscale,
     )
 
@@ -1039,8 +1042,7 @@ def check_size(path: Path, experiments: Sequence[Experiment], limits: tuple) -> 
     max_cells, max_gb = limits
     sizes = []
     for exp in experiments:
-        dims = [len(getattr(exp, k)) for k in ("datasets", "instances", "adversaries", "budgets",
-                                                "recoverers", "estimators")]
+        dims = [len(getattr(exp, k)) for k in GRID_KEYS]
         sizes.append((exp.name, math.prod(dims), dims))
         for ds in exp.datasets:
             shape = data_size(ds)

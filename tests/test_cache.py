@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from cmbench.cli import main
 from cmbench.runner import Progress, run_suite
+from cmbench.options import RunOptions
 from conftest import PLUGINS, assert_same_cube, copy_plugin
 
 EXTRA = (PLUGINS / "extra.py").read_text()
@@ -54,8 +55,8 @@ def calls(tmp_path: Path) -> dict:
     return {k: lines.count(k) for k in set(lines)}
 
 
-def run(path, out, **kw):
-    return run_suite(path, out=out, report=False, **kw)["e"]
+def run(path, out, stats=None, **kw):
+    return run_suite(path, RunOptions(out=out, **kw), stats=stats)["e"]
 
 
 # 2 instances x 2 budgets = 4 units; 2 recoverers (log-fill logs); 2 estimators.
@@ -90,9 +91,9 @@ def test_a_cli_plugin_estimator_computes_only_its_cells(env):
     path = write_suite(env)
     run(path, env / "out")
     calls(env)
-    warm = run_suite(path, out=env / "out", report=False, plugins=[str(env / "extra.py")])["e"]
+    warm = run_suite(path, RunOptions(out=env / "out", plugins=[str(env / "extra.py")]))["e"]
     assert calls(env) == {"estimate:extra": 8}
-    cold = run_suite(path, out=env / "cold", report=False, plugins=[str(env / "extra.py")])["e"]
+    cold = run_suite(path, RunOptions(out=env / "cold", plugins=[str(env / "extra.py")]))["e"]
     assert_same_cube(warm, cold)
 
 
@@ -373,15 +374,15 @@ def test_the_runner_draws_no_report_and_never_imports_the_report_package(env):
     import subprocess
     import sys
 
-    code = ("import sys; from cmbench.runner import run_suite, Progress; s = Progress(); "
-            f"run_suite({str(write_suite(env))!r}, out={str(env / 'out')!r}, stats=s); "
+    code = ("import sys; from cmbench.runner import run_suite, Progress; from cmbench.options import RunOptions; "
+            f"s = Progress(); run_suite({str(write_suite(env))!r}, RunOptions(out={str(env / 'out')!r}), stats=s); "
             "print(sorted(m for m in sys.modules if m.startswith('cmbench.report')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
     assert not (env / "out" / "c.pdf").exists()
     with pytest.raises(TypeError, match="draws no report"):
-        run_suite(write_suite(env), out=env / "out", report=True)
+        run_suite(write_suite(env), RunOptions(out=env / "out", report=True))
 
 
 def test_cache_clear_deletes_the_drawn_pages_and_report_stamps_only(env):

@@ -18,6 +18,7 @@ import cmbench
 from cmbench.cli import main
 from cmbench.errors import UserError
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from conftest import (GOOD, assert_same_cube, computed, copy_plugin, good_suite, open_cube, slow_suite,
                       unit_files, write)
 
@@ -27,7 +28,7 @@ from conftest import (GOOD, assert_same_cube, computed, copy_plugin, good_suite,
 def test_damaged_cache_files_are_detected_and_recomputed(tmp_path, log):
     suite = slow_suite(tmp_path, delay=0.0, instances=2, budgets="[0.0, 0.1, 0.2, 0.3]")
     out = tmp_path / "out"
-    first = run_suite(suite, out=out, report=False)["e"]
+    first = run_suite(suite, RunOptions(out=out))["e"]
     files = unit_files(out)
     assert len(files) == 8
 
@@ -48,11 +49,11 @@ def test_damaged_cache_files_are_detected_and_recomputed(tmp_path, log):
     for path, spoil in zip(files, damage):
         spoil(path)
     log.unlink()
-    again = run_suite(suite, out=out, report=False)["e"]
+    again = run_suite(suite, RunOptions(out=out))["e"]
     assert computed(log) == len(damage), "a damaged file was trusted, or a sound one recomputed"
     assert_same_cube(first, again)
     log.unlink()
-    run_suite(suite, out=out, report=False)
+    run_suite(suite, RunOptions(out=out))
     assert computed(log) == 0, "the recomputed units were not written back"
 
 
@@ -68,10 +69,10 @@ def _age_cache(out: Path, version: str = "0.0.1") -> None:
 def test_cache_from_another_cmbench_version_is_not_trusted(tmp_path, log):
     suite = slow_suite(tmp_path, delay=0.0, instances=1, budgets="[0.0, 0.2]")
     out = tmp_path / "out"
-    first = run_suite(suite, out=out, report=False)["e"]
+    first = run_suite(suite, RunOptions(out=out))["e"]
     _age_cache(out)
     log.unlink()
-    again = run_suite(suite, out=out, report=False)["e"]
+    again = run_suite(suite, RunOptions(out=out))["e"]
     assert computed(log) == 2
     assert_same_cube(first, again)
 
@@ -79,7 +80,7 @@ def test_cache_from_another_cmbench_version_is_not_trusted(tmp_path, log):
 def test_cache_from_another_cmbench_version_is_reported_naming_both_versions(tmp_path, log):
     suite = slow_suite(tmp_path, delay=0.0, instances=1, budgets="[0.0, 0.2]")
     out = tmp_path / "out"
-    run_suite(suite, out=out, report=False)
+    run_suite(suite, RunOptions(out=out))
     _age_cache(out)
     result = CliRunner().invoke(main, ["suite", str(suite), "--out", str(out), "--no-report"])
     assert result.exit_code == 0
@@ -87,7 +88,7 @@ def test_cache_from_another_cmbench_version_is_reported_naming_both_versions(tmp
 
 
 def _small_cube(tmp_path: Path) -> Path:
-    run_suite(good_suite(tmp_path), out=tmp_path / "out", report=False)
+    run_suite(good_suite(tmp_path), RunOptions(out=tmp_path / "out"))
     return tmp_path / "out" / "r" / "e.nc"
 
 
@@ -125,14 +126,14 @@ def test_editing_a_plugin_file_invalidates_its_cached_units(tmp_path):
     plugin = copy_plugin("shifted.py", tmp_path, "shifty.py")
     path = write(tmp_path / "s.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["shifty.py"]')
                  .replace('"cmedian"]', '"shifted"]'))
-    before = run_suite(path, out=tmp_path / "out", report=False)["e"]
+    before = run_suite(path, RunOptions(out=tmp_path / "out"))["e"]
     plugin.write_text(plugin.read_text().replace("SHIFT = 1.0", "SHIFT = 0.0"))
     # What the same command in a new process sees: the edited file imported afresh
     # (a copy of the suite file, so that no per-path memo of this process is hit).
     for name in [k for k, m in sys.modules.items() if getattr(m, "__file__", None) == str(plugin.resolve())]:
         del sys.modules[name]
     again = write(tmp_path / "s2.toml", path.read_text())
-    after = run_suite(again, out=tmp_path / "out", report=False)["e"]
+    after = run_suite(again, RunOptions(out=tmp_path / "out"))["e"]
     np.testing.assert_array_equal(after["l2"].sel(estimator="shifted").values,
                                   after["l2"].sel(estimator="mean").values)
     assert not np.array_equal(after["l2"].sel(estimator="shifted").values,
@@ -141,9 +142,9 @@ def test_editing_a_plugin_file_invalidates_its_cached_units(tmp_path):
 
 def test_editing_the_suite_file_between_in_process_runs_never_gives_stale_numbers(tmp_path):
     path = good_suite(tmp_path, '"cmedian"', '{name = "trimmed-mean", proportion = 0.0}')
-    run_suite(path, out=tmp_path / "a", report=False)
+    run_suite(path, RunOptions(out=tmp_path / "a"))
     path.write_text(path.read_text().replace("proportion = 0.0", "proportion = 0.3"))
-    edited = run_suite(path, out=tmp_path / "a", report=False)["e"]
+    edited = run_suite(path, RunOptions(out=tmp_path / "a"))["e"]
     fresh = run_suite(good_suite(tmp_path, '"cmedian"', '{name = "trimmed-mean", proportion = 0.3}',
-                                 name="fresh.toml"), out=tmp_path / "b", report=False)["e"]
+                                 name="fresh.toml"), RunOptions(out=tmp_path / "b"))["e"]
     np.testing.assert_array_equal(edited["l2"].values, fresh["l2"].values)

@@ -19,6 +19,7 @@ import pytest
 import cmbench
 from cmbench.errors import UserError
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from conftest import (PLUGINS, SHARED_DATA, GOOD, assert_user_error, cli, cli_inproc, copy_plugin, good_suite,
                       open_cube, write)
 
@@ -179,7 +180,7 @@ def _awkward_suite(tmp_path: Path, dataset: str) -> Path:
 @pytest.mark.parametrize("dataset", ["nan-cov", "wrong-shape-cov"])
 def test_data_set_with_a_bad_covariance_is_refused_naming_it(tmp_path, dataset):
     try:
-        ds = run_suite(_awkward_suite(tmp_path, dataset), out=tmp_path / "out", report=False)["e"]
+        ds = run_suite(_awkward_suite(tmp_path, dataset), RunOptions(out=tmp_path / "out"))["e"]
     except UserError as exc:
         assert dataset in str(exc) and "cov" in str(exc)
         return
@@ -188,13 +189,13 @@ def test_data_set_with_a_bad_covariance_is_refused_naming_it(tmp_path, dataset):
 
 
 def test_data_set_with_complex_values_is_refused(tmp_path):
-    ds = run_suite(_awkward_suite(tmp_path, "complex-values"), out=tmp_path / "out", report=False)["e"]
+    ds = run_suite(_awkward_suite(tmp_path, "complex-values"), RunOptions(out=tmp_path / "out"))["e"]
     assert not (ds["status"] == "ok").any()
     assert "complex" in str(ds["error"].values.flat[0])
 
 
 def test_structure_of_rank_zero_does_not_lose_the_sweep(tmp_path):
-    ds = run_suite(_awkward_suite(tmp_path, "rank-zero-structure"), out=tmp_path / "out", report=False)["e"]
+    ds = run_suite(_awkward_suite(tmp_path, "rank-zero-structure"), RunOptions(out=tmp_path / "out"))["e"]
     assert (ds["status"].sel(recoverer="none") == "ok").all()
     assert (tmp_path / "out" / "awk" / "e.nc").exists()
 

@@ -92,11 +92,12 @@ def test_the_readme_command_table_names_every_command_and_option():
 
 def test_the_readme_builtins_table_names_every_builtin_component(monkeypatch):
     """README.md's table of built-ins lists every component the built-in plugins register."""
-    from cmbench.plugins import AUTOLOAD_ENV, SINGULAR, load_plugins
+    from cmbench.kinds import KINDS
+    from cmbench.plugins import AUTOLOAD_ENV, load_plugins
 
     monkeypatch.setenv(AUTOLOAD_ENV, "1")  # the built-ins only, not what else is installed
     table = README.read_text().split("| kind | built-ins |", 1)[1].split("\n\n", 1)[0]
     registry = load_plugins(())
-    missing = [f"{SINGULAR[kind]} {name}" for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
-               for name in registry.kind(kind) if f"`{name}`" not in table]
+    missing = [f"{kind.singular} {name}" for kind in KINDS
+               for name in registry.kind(kind.plural) if f"`{name}`" not in table]
     assert not missing, f"README.md's built-ins table misses: {missing}"

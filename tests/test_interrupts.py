@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from conftest import (assert_same_cube, assert_user_error, cli_inproc, computed, open_cube, slow_suite,
                       unit_files)
 
@@ -99,7 +100,7 @@ def test_sigint_to_the_process_group_with_workers_stops_cleanly(tmp_path):
 def test_leftovers_of_a_killed_run_are_ignored(tmp_path, log):
     suite = slow_suite(tmp_path, delay=0.0, instances=2, budgets="[0.0, 0.1, 0.2]")
     out = tmp_path / "out"
-    first = run_suite(suite, out=out, report=False)["e"]
+    first = run_suite(suite, RunOptions(out=out))["e"]
     files = unit_files(out)
     # killed mid-write: temporary files of the atomic writes, and a half-written unit
     # (only possible without atomic writes, but a disk can do it too)
@@ -108,7 +109,7 @@ def test_leftovers_of_a_killed_run_are_ignored(tmp_path, log):
     files[1].write_text(files[1].read_text()[:-25])
     (out / "slow" / "e.nc").write_bytes(b"")  # the previous cube, truncated
     log.unlink(missing_ok=True)
-    again = run_suite(suite, out=out, report=False)["e"]
+    again = run_suite(suite, RunOptions(out=out))["e"]
     assert computed(log) == 1
     assert_same_cube(first, again)
     assert_same_cube(first, open_cube(out / "slow" / "e.nc"))

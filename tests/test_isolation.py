@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from conftest import assert_same_cube, cli, good_suite
 
 
@@ -66,7 +67,7 @@ def test_resuming_a_suite_reads_nothing_pickled(tmp_path, monkeypatch):
     import pandas as pd
 
     suite = good_suite(tmp_path)
-    first = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    first = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]
 
     def refuse(*args, **kwargs):
         raise AssertionError("something was unpickled")
@@ -74,7 +75,7 @@ def test_resuming_a_suite_reads_nothing_pickled(tmp_path, monkeypatch):
     for owner, name in [(pickle, "load"), (pickle, "loads"), (pickle, "Unpickler"), (np, "load"),
                         (pd, "read_pickle")]:
         monkeypatch.setattr(owner, name, refuse)
-    again = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    again = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]
     assert_same_cube(first, again)
 
 
@@ -120,7 +121,7 @@ def test_dask_local_cluster_listens_on_loopback_only(tmp_path, monkeypatch):
             listening.append(("scheduler", self.scheduler_address))
 
     monkeypatch.setattr(distributed, "LocalCluster", Spy)
-    ds = run_suite(good_suite(tmp_path), out=tmp_path / "out", scheduler="local", report=False)["e"]
+    ds = run_suite(good_suite(tmp_path), RunOptions(out=tmp_path / "out", scheduler="local"))["e"]
     assert (ds["status"] != "failed").all()
     assert listening, "the cluster was not started through distributed.LocalCluster"
     for addr in listening:

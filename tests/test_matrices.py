@@ -164,7 +164,7 @@ def test_experiments_sharing_a_data_set_share_its_loaded_instance(tmp_path):
 
 
 def test_a_plugin_s_own_array_is_sealed_in_place_and_a_view_of_another_s_is_copied():
-    from cmbench.runner.checks import FAILED, OK, Outcome, _before, untouched
+    from cmbench.runner.contracts import FAILED, OK, Outcome, _before, untouched
     from cmbench.runner.matrices import sealed
 
     mine = np.arange(12.0).reshape(4, 3)  # a plugin's fresh result (a view of all of it), which it may still hold

@@ -9,6 +9,7 @@ import cmbench
 from cmbench.errors import PluginError, SuiteError
 from cmbench.plugins import load_plugins
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from cmbench.runner.seeds import rng_for
 from cmbench.suite import load_suite
 from conftest import PLUGINS
@@ -74,7 +75,7 @@ def test_a_plugin_metric_gets_a_cube_variable_and_a_report_page(tmp_path, suite_
 
 
 def test_a_failing_metric_fails_its_cells_with_its_name(tmp_path, suite_file):
-    ds = run_suite(suite_file(metrics='["broken-metric", "l2"]'), out=tmp_path / "out", report=False)["e"]
+    ds = run_suite(suite_file(metrics='["broken-metric", "l2"]'), RunOptions(out=tmp_path / "out"))["e"]
     assert (ds["status"] == "failed").all()
     error = str(ds["error"].values.ravel()[0])
     assert error.startswith("metric 'broken-metric'") and "RuntimeError: no luck" in error

@@ -15,6 +15,7 @@ import pytest
 from cmbench.errors import UserError
 from cmbench.files import check_target, sniff
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from conftest import assert_user_error, cli_inproc as cli, good_suite
 
 
@@ -152,7 +153,7 @@ def test_export_of_a_cube_with_malformed_methods_is_one_line(cube, tmp_path):
 # ---------------------------------------------------------------- links inside the cache
 
 def _run(tmp_path, out, **kw):
-    return run_suite(good_suite(tmp_path), out=out, report=False, **kw)
+    return run_suite(good_suite(tmp_path), RunOptions(out=out, **kw))
 
 
 def _foreign(tmp_path) -> Path:

@@ -1,9 +1,10 @@
-"""A run's options, checked once for a real run and ``--dry-run``.
+"""A run's options, parsed and checked once (`RunOptions`) for a real run and ``--dry-run``.
 
 ``--workers auto`` (the default of ``cmbench suite``) is the number of usable
 cores and more than four workers per usable core is refused; ``--dry-run``
 refuses every option a real run refuses and shows a data set's true size; a
-seed the cube cannot store is refused at load, naming the key.
+seed the cube cannot store is refused at load, naming the key; a guarded plugin call
+is told its context as an argument.
 """
 from __future__ import annotations
 
@@ -88,3 +89,47 @@ def test_suite_help_states_the_default_timeout_and_none_disables_it(tmp_path):
 def test_check_refuses_a_timeout_out_of_bounds_in_one_line(value):
     code, err = cli_inproc("check", "mean", "--timeout", value)
     assert_user_error(code, err, "--timeout")
+
+
+def test_run_options_are_parsed_once_into_a_frozen_object():
+    import dataclasses
+
+    from cmbench.options import SUITE_TIMEOUT, RunOptions
+
+    options = RunOptions(out="o", workers="auto", timeout="none", cache_size="500MB", plugins=["x.py"],
+                         select="cmedian", post_mortem=True)
+    assert options.workers == 1 and options.timeout is None and options.cache_size == 500_000_000
+    assert options.plugins == ("x.py",) and options.select == ("cmedian",) and not options.isolate
+    assert str(options.out) == "o" and RunOptions().timeout == SUITE_TIMEOUT
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.workers = 2
+    assert dataclasses.replace(options, post_mortem=False).isolate  # replacing keeps it parsed
+    with pytest.raises(UserError, match="^--pdb debugs in this process"):
+        RunOptions(workers=2, post_mortem=True)
+    with pytest.raises(UserError, match="^workers must be at least 1"):  # the API's name for it
+        RunOptions(workers=0, workers_name="workers")
+
+
+def test_a_guarded_call_is_told_its_context_and_keeps_no_flag(monkeypatch):
+    import pdb
+
+    from cmbench.pools import Slot
+    from cmbench.runner import guard
+
+    seen, slot = [], Slot()
+
+    def plugin():
+        seen.append(slot.value)  # what the parent would read if this call ended the process
+        raise ValueError("bug")
+
+    monkeypatch.setattr(pdb, "post_mortem", lambda tb: seen.append("debugger"))
+    try:
+        out = guard.run(plugin, context=guard.Context(running=slot.path), what="plugin() of mine.py")
+        assert out.status == "failed" and seen == [b"plugin() of mine.py"] and slot.value == b""
+        guard.run(plugin, context=guard.Context(post_mortem=True))
+        assert seen[-1] == "debugger"
+        seen.clear()
+        guard.run(plugin)  # the default context: no slot, no debugger, whatever ran before
+        assert seen == [b""]
+    finally:
+        slot.close()

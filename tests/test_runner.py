@@ -15,6 +15,7 @@ import xarray as xr
 
 import cmbench
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from conftest import assert_same_cube, copy_plugin
 
 def make_suite(tmp_path, estimators='["count-mean", "mean", "cmedian"]', budgets="[0.0, 0.1, 0.3]",
@@ -46,7 +47,7 @@ def counts(log):
 
 def test_staging_calls_each_stage_once(tmp_path, log):
     suite = make_suite(tmp_path)
-    run_suite(suite, out=tmp_path / "out", report=False)
+    run_suite(suite, RunOptions(out=tmp_path / "out"))
     # 2 instances x 3 budgets x 2 adversaries = 12 units; only the counting components log.
     # corrupt: once per unit of log-hide (6); recover: log-fill once per unit (12);
     # estimate: count-mean once per (unit, recoverer) with 3 recoverers (36), not per estimator.
@@ -55,7 +56,7 @@ def test_staging_calls_each_stage_once(tmp_path, log):
 
 def test_cube_layout_and_reading_back(tmp_path, log):
     suite = make_suite(tmp_path)
-    cubes = run_suite(suite, out=tmp_path / "out", report=False)
+    cubes = run_suite(suite, RunOptions(out=tmp_path / "out"))
     path = tmp_path / "out" / "t" / "e.nc"
     with xr.open_dataset(path) as ds:
         ds = ds.load()
@@ -77,28 +78,28 @@ def test_cube_layout_and_reading_back(tmp_path, log):
 
 def test_same_cube_serial_workers_and_dask(tmp_path, log):
     suite = make_suite(tmp_path, instances=2)
-    serial = run_suite(suite, out=tmp_path / "a", report=False)["e"]
-    workers = run_suite(suite, out=tmp_path / "b", workers=2, report=False)["e"]
+    serial = run_suite(suite, RunOptions(out=tmp_path / "a"))["e"]
+    workers = run_suite(suite, RunOptions(out=tmp_path / "b", workers=2))["e"]
     pytest.importorskip("distributed")
-    dask = run_suite(suite, out=tmp_path / "c", workers=2, scheduler="local", report=False)["e"]
+    dask = run_suite(suite, RunOptions(out=tmp_path / "c", workers=2, scheduler="local"))["e"]
     assert_same_cube(serial, workers)
     assert_same_cube(serial, dask)
 
 
 def test_resume_recomputes_nothing(tmp_path, log):
     suite = make_suite(tmp_path)
-    first = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    first = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]
     before = counts(log)
-    again = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    again = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]
     assert counts(log) == before
     assert_same_cube(first, again)
-    run_suite(suite, out=tmp_path / "out", report=False, resume=False)
+    run_suite(suite, RunOptions(out=tmp_path / "out", resume=False))
     assert counts(log)["corrupt"] == 2 * before["corrupt"]
 
 
 def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path, log):
     suite = make_suite(tmp_path, estimators='["mean", "boom"]', budgets="[0.1]", instances=1)
-    ds = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    ds = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]
     status = ds["status"]
     assert (status.sel(estimator="boom") == "failed").all()
     assert (status.sel(estimator="mean") == "ok").all()
@@ -122,7 +123,7 @@ def test_not_applicable_and_undefined_are_not_failures(tmp_path, log):
         recoverers = ["none", "basis-pursuit"]
         estimators = ["sanitize"]
     """))
-    ds = run_suite(path, out=tmp_path / "out", report=False)["e"]
+    ds = run_suite(path, RunOptions(out=tmp_path / "out"))["e"]
     assert (ds["status"].sel(recoverer="basis-pursuit") == "not-applicable").all()
     assert ds["status"].sel(recoverer="none", budget=0.5).item() == "undefined"
     assert ds["status"].sel(recoverer="none", budget=0.0).item() == "ok"
@@ -140,7 +141,7 @@ def test_sigkill_then_rerun_gives_the_same_cube(tmp_path, log):
                        budgets="[0.0, 0.05, 0.1, 0.15, 0.2, 0.25]", instances=3,
                        adversaries='["log-hide"]')
     env = dict(os.environ)
-    reference = run_suite(suite, out=tmp_path / "ref", report=False)["e"]
+    reference = run_suite(suite, RunOptions(out=tmp_path / "ref"))["e"]
     log.unlink()
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out),
@@ -166,7 +167,7 @@ def test_sigkill_then_rerun_gives_the_same_cube(tmp_path, log):
 def test_adaptive_adversary_is_staged_per_pipeline(tmp_path, log):
     suite = make_suite(tmp_path, estimators='["mean", "cmedian"]', budgets="[0.0, 0.2]", instances=1,
                        adversaries='["either-tail", "hide-smallest"]')
-    ds = run_suite(suite, out=tmp_path / "out", report=False)["e"]
+    ds = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]
     evals = ds["evaluations"]
     assert (evals.sel(adversary="either-tail") == 2).all()
     assert np.isnan(evals.sel(adversary="hide-smallest")).all()
@@ -203,17 +204,17 @@ def test_stages_two_experiments_share_are_computed_once(tmp_path, log, executor)
         name = "b"
         estimators = ["est-a", "count-mean"]{grid}
     """))
-    apart = {e: run_suite(path, out=tmp_path / "apart", experiments=[e], report=False)[e] for e in "ab"}
+    apart = {e: run_suite(path, RunOptions(out=tmp_path / "apart", experiments=[e]))[e] for e in "ab"}
     separately = Counter(log.read_text().split())
     assert separately["corrupt"] == 2  # log-hide at two budgets, once for both experiments
     log.unlink()
     stats = cmbench.runner.Progress()
-    together = run_suite(path, out=tmp_path / "together", report=False, stats=stats, **executor)
+    together = run_suite(path, RunOptions(out=tmp_path / "together", **executor), stats=stats)
     assert Counter(log.read_text().split()) == separately
     for e in "ab":
         assert_same_cube(apart[e], together[e])
     assert (stats.total, stats.cached, stats.computed, stats.failed) == (8, 0, 8, 0)
     log.unlink()
     stats = cmbench.runner.Progress()
-    run_suite(path, out=tmp_path / "together", report=False, stats=stats, **executor)
+    run_suite(path, RunOptions(out=tmp_path / "together", **executor), stats=stats)
     assert not log.exists() and stats.cached == 8  # resumed: all of it from the cache

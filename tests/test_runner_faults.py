@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from conftest import GOOD, cli, copy_plugin, open_cube, write
 
 
@@ -148,9 +149,9 @@ def _sneaky_suite(tmp_path: Path, name: str, datasets='[{name = "synthetic-gauss
 
 
 def test_plugin_that_mutates_the_structure_cannot_change_other_cells(tmp_path):
-    clean = run_suite(_sneaky_suite(tmp_path, "clean"), out=tmp_path / "a", report=False)["e"]
+    clean = run_suite(_sneaky_suite(tmp_path, "clean"), RunOptions(out=tmp_path / "a"))["e"]
     path = _sneaky_suite(tmp_path, "dirty", adversaries='["scribble-structure", "hide-smallest"]')
-    dirty = run_suite(path, out=tmp_path / "b", report=False)["e"]
+    dirty = run_suite(path, RunOptions(out=tmp_path / "b"))["e"]
     assert (dirty["status"].sel(adversary="scribble-structure") == "failed").all()
     assert "in place" in str(dirty["error"].sel(adversary="scribble-structure").values.flat[0])
     for var in ("l2", "mahalanobis", "status"):
@@ -161,7 +162,7 @@ def test_plugin_that_mutates_the_structure_cannot_change_other_cells(tmp_path):
 def test_plugin_calling_sys_exit_fails_only_its_cells(tmp_path):
     path = _sneaky_suite(tmp_path, "quit", recoverers='["none"]', estimators='["mean", "quits"]')
     try:
-        ds = run_suite(path, out=tmp_path / "out", report=False)["e"]
+        ds = run_suite(path, RunOptions(out=tmp_path / "out"))["e"]
     except SystemExit as exc:
         pytest.fail(f"a plugin's sys.exit({exc.code}) ended the sweep")
     assert (ds["status"].sel(estimator="quits") == "failed").all()
@@ -170,13 +171,13 @@ def test_plugin_calling_sys_exit_fails_only_its_cells(tmp_path):
 
 def test_timeout_is_not_swallowed_by_a_plugins_broad_except(tmp_path):
     path = _sneaky_suite(tmp_path, "stubborn", recoverers='["none"]', estimators='["mean", "stubborn"]')
-    ds = run_suite(path, out=tmp_path / "out", report=False, timeout=0.2)["e"]
+    ds = run_suite(path, RunOptions(out=tmp_path / "out", timeout=0.2))["e"]
     assert (ds["status"].sel(estimator="stubborn") == "timeout").all()
 
 
 def test_hanging_data_set_loader_is_stopped_by_timeout(tmp_path):
     path = _sneaky_suite(tmp_path, "slowload", datasets='["slow-load"]', recoverers='["none"]')
-    ds = run_suite(path, out=tmp_path / "out", report=False, timeout=0.2)["e"]
+    ds = run_suite(path, RunOptions(out=tmp_path / "out", timeout=0.2))["e"]
     assert (ds["status"] == "timeout").all()  # the loader sleeps 1.2 s: only the timeout gives this
     assert "stopped after --timeout 0.2 s" in str(ds["error"].values.flat[0])
 

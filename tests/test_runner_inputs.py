@@ -136,10 +136,11 @@ def test_a_generated_data_set_is_sized_from_its_parameters_before_loading(suite,
     path.write_text(path.read_text().replace("N = 80, d = 4", "N = 600_000, d = 1_000"))
     with pytest.raises(UserError, match=r"'isotropic' would hold 600,000 x 1,000 values"):
         cmbench.run_suite(path, out=tmp_path / "out")
+    from cmbench.options import RunOptions
     from cmbench.runner.dryrun import dry_run
 
     path.write_text(path.read_text().replace("N = 600_000, d = 1_000", "N = 70, d = 5"))
-    plan = dry_run(path, out=tmp_path / "out")
+    plan = dry_run(path, RunOptions(out=tmp_path / "out"))
     assert plan.datasets == [("isotropic", (70, 5), "from its parameters")]
 
 

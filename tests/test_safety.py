@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from cmbench.cli import main
 from cmbench.errors import SuiteError
 from cmbench.runner import run_suite
+from cmbench.options import RunOptions
 from cmbench.suite import load_suite
 import conftest
 from conftest import PLUGINS, assert_user_error, survivors, write
@@ -253,7 +254,7 @@ def test_timeout_that_is_not_a_finite_number_exits_2(tmp_path, out, value):
 @pytest.fixture(scope="module")
 def cube(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("cube")
-    run_suite(suite_file(folder), out=folder / "out", report=False)
+    run_suite(suite_file(folder), RunOptions(out=folder / "out"))
     return folder / "out" / "s" / "e.nc"
 
 
@@ -318,13 +319,14 @@ def test_plugin_raising_a_base_exception_fails_its_cell_naming_the_plugin(tmp_pa
 
 
 def test_keyboard_interrupt_raised_by_a_plugin_is_a_failed_call_not_a_ctrl_c():
+    from cmbench.runner.guard import Context
     from cmbench.runner.units import FAILED, call
 
     def plugin(X):
         raise KeyboardInterrupt
 
     try:
-        outcome = call(plugin, None, np.zeros(2))
+        outcome = call(plugin, Context(), np.zeros(2))
     except KeyboardInterrupt:  # escaping, it would also stop pytest
         pytest.fail("a plugin's KeyboardInterrupt escaped call() as if Ctrl-C had been pressed")
     assert outcome.status == FAILED and "KeyboardInterrupt" in outcome.error and "not a Ctrl-C" in outcome.error
@@ -333,6 +335,7 @@ def test_keyboard_interrupt_raised_by_a_plugin_is_a_failed_call_not_a_ctrl_c():
 def test_a_real_sigint_during_a_plugin_call_still_stops():
     import signal
 
+    from cmbench.runner.guard import Context
     from cmbench.runner.units import call
 
     def plugin():
@@ -340,7 +343,7 @@ def test_a_real_sigint_during_a_plugin_call_still_stops():
         return 1
 
     with pytest.raises(KeyboardInterrupt):
-        call(plugin, None)
+        call(plugin, Context())
 
 
 # ============================================================ --scheduler
@@ -514,7 +517,7 @@ def test_data_file_above_the_size_limit_is_refused_before_it_is_read(tmp_path, o
 def test_csv_with_a_header_for_every_field_still_loads(tmp_path, out):
     write(tmp_path / "in" / "table.csv", "a,b,c,d\n" + ROWS)
     path = write(tmp_path / "in" / "csv.toml", CSV_SUITE)
-    ds = run_suite(path, out=out, report=False)["e"]
+    ds = run_suite(path, RunOptions(out=out))["e"]
     assert (ds["status"] == "ok").all()
 
 

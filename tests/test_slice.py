@@ -8,6 +8,7 @@ from click.testing import CliRunner
 from cmbench.cli import main
 from cmbench.errors import UserError
 from cmbench.runner import StoppedAtFailure, run_suite
+from cmbench.options import RunOptions
 from cmbench.selection import matches
 from conftest import PLUGINS
 
@@ -58,7 +59,7 @@ def test_pattern_matching():
 
 
 def test_failed_cells_keep_their_full_traceback(tmp_path, suite_path):
-    ds = run_suite(suite_path, out=tmp_path / "out", report=False)["first"]
+    ds = run_suite(suite_path, RunOptions(out=tmp_path / "out"))["first"]
     failed = ds.sel(estimator="fragile-mean", adversary="hide-smallest", budget=0.2)
     assert (failed["status"] == "failed").all()
     error = str(failed["error"].values.ravel()[0])
@@ -87,20 +88,20 @@ def test_unknown_experiment_is_a_user_error_with_a_hint(tmp_path, suite_path):
 
 
 def test_k_narrows_every_experiment_to_the_matching_labels(tmp_path, suite_path):
-    cubes = run_suite(suite_path, out=tmp_path / "out", report=False, select=["cmedian", "trimmed-*"])
+    cubes = run_suite(suite_path, RunOptions(out=tmp_path / "out", select=["cmedian", "trimmed-*"]))
     assert list(cubes["first"]["estimator"].values) == ["cmedian"]
     assert list(cubes["second"]["estimator"].values) == ["trimmed-mean"]
     assert (cubes["first"]["status"] == "ok").all()
-    cubes = run_suite(suite_path, out=tmp_path / "out", report=False, select=["gauss/hide-random/*/mean"])
+    cubes = run_suite(suite_path, RunOptions(out=tmp_path / "out", select=["gauss/hide-random/*/mean"]))
     assert list(cubes) == ["first"]
     ds = cubes["first"]
     assert list(ds["adversary"].values) == ["hide-random"] and list(ds["estimator"].values) == ["mean"]
     with pytest.raises(UserError, match="selects no cell"):
-        run_suite(suite_path, out=tmp_path / "out", report=False, select=["nothing-like-this"])
+        run_suite(suite_path, RunOptions(out=tmp_path / "out", select=["nothing-like-this"]))
 
 
 def test_a_slice_computes_what_the_whole_suite_would_and_shares_its_cache(tmp_path, suite_path):
-    part = run_suite(suite_path, out=tmp_path / "out", report=False, select=["cmedian"])["first"]
+    part = run_suite(suite_path, RunOptions(out=tmp_path / "out", select=["cmedian"]))["first"]
     result = invoke("suite", suite_path, "--out", tmp_path / "out", "--no-report")
     assert result.exit_code == 1  # fragile-mean fails some cells
     whole = xr.open_dataset(tmp_path / "out" / "sl" / "first.nc")
@@ -118,7 +119,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, suite_path):
     assert first.split()[:5] == ["first", "18", "0", "6", "0"]  # 2 adversaries x 3 budgets x 3 estimators
     assert "22 cells, 0 cached, 22 to compute" in result.output
     assert "gauss: 60 x 16" in result.output and "from its parameters" in result.output  # N = 60, not the nominal 1000
-    run_suite(suite_path, out=out, report=False, experiments=["second"])
+    run_suite(suite_path, RunOptions(out=out, experiments=["second"]))
     result = invoke("suite", suite_path, "--out", out, "--dry-run", "--experiment", "second")
     assert "4 cells, 4 cached, 0 to compute" in result.output
     assert "unif: 60 x 16" in result.output and "as last loaded" in result.output
@@ -134,7 +135,7 @@ def test_fail_fast_stops_at_the_first_failure_and_prints_its_traceback(tmp_path,
     assert "Traceback (most recent call last):" in err and "in _deep_helper" in err
     assert not list(out.rglob("*.nc"))  # no cube from a stopped sweep
     with pytest.raises(StoppedAtFailure) as stop:
-        run_suite(suite_path, out=out, report=False, fail_fast=True)
+        run_suite(suite_path, RunOptions(out=out, fail_fast=True))
     assert stop.value.cell["estimator"] == "fragile-mean" and stop.value.status == "failed"
 
 
@@ -143,7 +144,7 @@ def test_pdb_opens_the_debugger_at_the_failure(tmp_path, suite_path, monkeypatch
 
     seen = []
     monkeypatch.setattr(pdb, "post_mortem", lambda tb: seen.append(tb))
-    run_suite(suite_path, out=tmp_path / "out", report=False, select=["fragile"], post_mortem=True)
+    run_suite(suite_path, RunOptions(out=tmp_path / "out", select=["fragile"], post_mortem=True))
     assert seen, "post_mortem was not called"
     frames = []
     tb = seen[0]
@@ -151,9 +152,9 @@ def test_pdb_opens_the_debugger_at_the_failure(tmp_path, suite_path, monkeypatch
         frames.append(tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
     assert frames[-1] == "_deep_helper"
-    from cmbench.runner import guard
-
-    assert guard.POST_MORTEM is False  # reset after the run
+    seen.clear()  # the next run of the same process, without post_mortem, debugs nothing
+    run_suite(suite_path, RunOptions(out=tmp_path / "again", select=["fragile"]))
+    assert not seen
 
 
 def test_pdb_refuses_other_processes(tmp_path, suite_path):

@@ -29,20 +29,20 @@ import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 
 from ..bundle import SuiteBundle, pack
 from ..errors import UserError
 from ..files import check_target
-from ..options import check_run_options
+from ..kinds import CELL_KINDS, LISTED
+from ..options import RunOptions
 from ..output import writable_folder
 from ..suite import Experiment, Suite, load_suite, shown
 from .executors import run_jobs
 from .stages import computes, cells_only, lookup, merged, records_of, unit_keys, unit_result
 from .store import Store, empty_body
 from ..sizes import parse_size
-from . import guard
 from .dataset_loading import is_foreign, load_datasets
 from ..cube import FAILURES, UnitResult, failed_cells
 from .jobs import Job, balanced, work_result
@@ -99,12 +99,15 @@ class RunOutputs:
     registry: Any = None  # the run's plugins (`cmbench.plugins.Registry`): the report draws the pages they add
 
 
-def plan(suite: Suite, timeout: Optional[float] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
+def plan(suite: Suite, options: Optional[RunOptions] = None, bundle: str = "") -> list[tuple[Experiment, Job]]:
     """Every unit of the suite, grouped by data set so per-process data memos hit.
 
+    ``options`` give each job its ``--timeout`` and ``--pdb`` (default `RunOptions`);
     ``bundle``: the digest of the suite's bundle, by which workers find it (`pack`).
     """
-    return [(exp, Job(bundle, exp.name, ds.label, inst, adv.label, budget, timeout))
+    options = options if options is not None else RunOptions()
+    return [(exp, Job(bundle, exp.name, ds.label, inst, adv.label, budget, options.timeout,
+                      post_mortem=options.post_mortem))
             for exp in suite.experiments
             for ds, inst, adv, budget in itertools.product(exp.datasets, exp.instances, exp.adversaries, exp.budgets)]
 
@@ -124,35 +127,31 @@ def uses_foreign_plugins(suite: Suite) -> bool:
     Such a sweep runs in a child process even with one worker: a plugin that ends
     its process (``os._exit``) must not take the sweep, its cubes and its exit code with it.
     """
-    return any(is_foreign(suite, kind, e)
+    return any(is_foreign(suite, kind.plural, e)
                for exp in suite.experiments
-               for kind in ("datasets", "adversaries", "recoverers", "estimators", "metrics")
-               for e in getattr(exp, "metric_entries" if kind == "metrics" else kind))
+               for kind in LISTED
+               for e in getattr(exp, kind.entries))
 
 
-def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional[str] = None,
-              plugins: Sequence = (), timeout: Optional[float] = None, resume: bool = True,
-              progress: Optional[bool] = None, report: bool = False, stats: Optional[Progress] = None,
-              cache_size=None, experiments: Sequence[str] = (), select: Sequence[str] = (),
-              fail_fast: bool = False, post_mortem: bool = False,
+def run_suite(name_or_path, options: Optional[RunOptions] = None, stats: Optional[Progress] = None,
               then: Optional[Callable[[RunOutputs], None]] = None) -> "dict[str, xr.Dataset]":
-    """Run a suite; return its cubes by experiment name.
+    """Run a suite with ``options`` (default `RunOptions`, checked when built); return its cubes
+    by experiment name.
 
     Cubes are written to ``<out>/<suite>/<experiment>.nc``; ``stats.outputs``
     then says where, for the report step (`cmbench.report.write_suite_reports`,
-    which `cmbench suite` and `cmbench.run_suite` call after the run: the runner
-    draws no report, and ``report=True`` is refused). Every stage (corruption, recovery,
+    which `cmbench suite` and `cmbench.run_suite` pass as ``then`` when
+    ``options.report``: the runner draws no report). Every stage (corruption, recovery,
     estimate) is cached under ``<out>/<suite>/.cache`` by a key of what
-    determines it and reused by the next run unless ``resume`` is False;
-    ``cache_size`` (bytes or a size such as ``"500MB"``; default the suite's
-    ``cache_size``, else 2 GB) caps that folder.
+    determines it and reused by the next run unless ``options.resume`` is False;
+    ``options.cache_size`` (default the suite's ``cache_size``, else 2 GB) caps that folder.
 
-    ``experiments`` and ``select`` (``-k`` patterns, see `cmbench.selection`)
+    ``options.experiments`` and ``options.select`` (``-k`` patterns, see `cmbench.selection`)
     run a slice: it shares the cache, and its cubes go to
     ``<out>/<suite>/slice/`` and its report to ``<out>/<suite>-slice.pdf``, so
     that the whole suite's cubes are never replaced by part of them.
-    ``fail_fast`` stops at the first failed cell (`StoppedAtFailure`, no cube
-    written); ``post_mortem`` (in-process only) opens the debugger where a
+    ``options.fail_fast`` stops at the first failed cell (`StoppedAtFailure`, no cube
+    written); ``options.post_mortem`` (in-process only) opens the debugger where a
     plugin raised. ``then`` (the
     report step) is called with ``stats.outputs`` once the cubes are written,
     while the output folder is still locked: a second run into the same folder
@@ -161,41 +160,37 @@ def run_suite(name_or_path, out="reports", workers: int = 1, scheduler: Optional
     """
     from .. import selection
 
-    if report:
+    options = options if options is not None else RunOptions()
+    if options.report and then is None:
         raise TypeError("the runner draws no report: call cmbench.run_suite(..., report=True), or "
                         "cmbench.report.write_suite_reports(stats.outputs) after the run")
-    full = load_suite(name_or_path, plugins)
-    suite = selection.slice_suite(full, experiments, select)
+    out = options.out
+    full = load_suite(name_or_path, options.plugins)
+    suite = selection.slice_suite(full, options.experiments, options.select)
     sliced = selection.is_slice(full, suite)
-    check_run_options(workers=workers, timeout=timeout, scheduler=scheduler, post_mortem=post_mortem)
-    cap = _cache_cap(suite, cache_size)
+    cap = _cache_cap(suite, options.cache_size)
     check_data_files(suite)
-    root = check_target(Path(out) / suite.name, root=out, kind="folder")
+    root = check_target(out / suite.name, root=out, kind="folder")
     writable_folder(root, "output folder")
-    store = Store(root, cap=cap, out=Path(out))
+    store = Store(root, cap=cap, out=out)
     stats = stats if stats is not None else Progress()
     store.lock()
     try:
-        if not resume:
+        if not options.resume:
             store.clear()
-        guard.POST_MORTEM = post_mortem
+        packed = pack(suite, options.scheduler)
         try:
-            packed = pack(suite, scheduler)
-            try:  # --pdb debugs in this process: no isolation
-                datasets = load_datasets(suite, store, timeout, workers, packed, isolate=not post_mortem)
-            except KeyboardInterrupt:
-                raise Interrupted("interrupted while loading the data sets; nothing was computed") from None
-            results = _sweep(suite, store, workers, scheduler, timeout, progress, stats, fail_fast, packed,
-                             datasets)
-        finally:
-            guard.POST_MORTEM = False
+            datasets = load_datasets(suite, options, store, packed)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted while loading the data sets; nothing was computed") from None
+        results = _sweep(suite, store, options, stats, packed, datasets)
         folder = root / "slice" if sliced else root
         written, digests = _write_cubes(suite, results, store, folder, root, datasets)
         store.evict()
         stats.damaged, stats.other_versions = store.stale, dict(store.other_versions)
         stats.evicted = store.evicted
         stats.outputs = RunOutputs(cubes=tuple(folder / f"{e.name}.nc" for e in suite.experiments),
-                                   digests=tuple(digests), report=Path(out) / f"{suite.name}{'-slice' if sliced else ''}",
+                                   digests=tuple(digests), report=out / f"{suite.name}{'-slice' if sliced else ''}",
                                    cache=store.cache, registry=suite.registry)
         if then is not None:
             then(stats.outputs)
@@ -245,8 +240,8 @@ def _cache_cap(suite: Suite, cache_size) -> int:
         raise UserError(f"{shown(suite.path)}: key 'cache_size': {exc}") from None
 
 
-def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress, fail_fast: bool,
-           packed: SuiteBundle, datasets: dict) -> dict:
+def _sweep(suite: Suite, store: Store, options: RunOptions, stats: Progress, packed: SuiteBundle,
+           datasets: dict) -> dict:
     """Take every stage the cache holds, compute the rest, store what finished as it arrives.
 
     A unit whose data set failed to load in `load_datasets` takes that failure
@@ -257,10 +252,11 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
     missing, usually nothing, in a next round of the executor.
     """
     # --pdb debugs in this process: no isolation (a plugin that ends the process ends the sweep)
-    isolate = uses_foreign_plugins(suite) and not guard.POST_MORTEM
+    isolate = uses_foreign_plugins(suite) and options.isolate
+    workers, scheduler, fail_fast = options.workers, options.scheduler, options.fail_fast
     results = {exp.name: {} for exp in suite.experiments}  # experiment name -> coords -> UnitResult
     units = {(job.experiment, job.coords): (exp, job, unit_keys(suite.seed, exp, job))
-             for exp, job in plan(suite, timeout, packed.digest)}  # unit -> (experiment, job, stage keys)
+             for exp, job in plan(suite, options, packed.digest)}  # unit -> (experiment, job, stage keys)
     stats.total, stats.cached, stats.cells, stats.cached_cells = len(units), 0, 0, 0
     waiting, bar, running = list(units), None, None
     partial: dict = {}  # unit -> the records of its parts in so far, when split (`jobs.balanced`)
@@ -317,7 +313,7 @@ def _sweep(suite, store, workers, scheduler, timeout, progress, stats: Progress,
             for job in todo:
                 left[(job.experiment, job.coords)] = job.parts
             if bar is None:
-                bar = _progress_bar(suite, stats, progress)
+                bar = _progress_bar(suite, stats, options.progress)
             running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed,
                                show=None if bar.disable else _inside(bar, stats))
             for job, out in itertools.chain(known, running):
@@ -465,9 +461,9 @@ def assemble(suite: Suite, exp: Experiment, results: dict, datasets: dict) -> "x
         "claims": list(exp.claims),
         "theory_figures": list(suite.theory_figures),
         "plugins": [{"plugin": s.plugin, "version": s.version} for s in suite.registry.plugins],
-        "components": {kind: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
-                              for e in getattr(exp, kind)}
-                       for kind in ("datasets", "adversaries", "recoverers", "estimators")},
+        "components": {kind.plural: {e.label: {"name": e.name, "params": e.params, "plugin": e.source}
+                                     for e in getattr(exp, kind.entries)}
+                       for kind in CELL_KINDS},
         "metric_components": {m.label: {"name": m.name, "params": m.params, "plugin": m.source}
                               for m in exp.metric_entries},
         "adversaries_info": {a.label: {"name": a.name, "level": a.decl.level, "mode": a.decl.mode,

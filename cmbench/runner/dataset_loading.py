@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import UserError
+from ..options import RunOptions
 from ..suite import shown
 from .stages import info_key
 from ..cube import FAILED, OK, Record, record
@@ -130,20 +131,19 @@ def is_foreign(suite, kind: str, entry) -> bool:
     return suite.registry.source(kind, entry.name).plugin not in {f"cmbench.{m}" for m in BUILTIN_MODULES}
 
 
-def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: int = 1, bundle=None,
-                  isolate: bool = True) -> dict:
+def load_datasets(suite, options: Optional[RunOptions] = None, store=None, bundle=None) -> dict:
     """Load every data set of the suite's experiments once (unless ``store`` describes it already).
 
     Parameters
     ----------
     suite : the `cmbench.suite.Suite`.
+    options : the run's `cmbench.options.RunOptions` (default: its defaults): ``timeout`` for
+        each load, ``workers`` child processes loading third-party data sets at once, and
+        ``isolate`` (False under ``--pdb``: they load here).
     store : the stage cache (`cmbench.runner.store.Store`), if any: descriptions it holds are
         not loaded again, new ones are added to it.
-    timeout : ``--timeout`` for each load.
-    workers : how many child processes load third-party data sets at once.
     bundle : the suite's `cmbench.bundle.SuiteBundle`, installed in those processes (default
         the suite packed and registered here, `cmbench.bundle.pack`).
-    isolate : load third-party data sets in child processes (False: here, for ``--pdb``).
 
     Returns
     -------
@@ -158,6 +158,7 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
     from ..bundle import pack
     from .executors import run_jobs
 
+    options = options if options is not None else RunOptions()
     bundle = bundle if bundle is not None else pack(suite, None)
     found: dict = {}
     wanted: dict = {}  # info key -> (experiment, entry, job): one load per distinct data set
@@ -173,10 +174,11 @@ def load_datasets(suite, store=None, timeout: Optional[float] = None, workers: i
                 found[key] = Loaded(info)
                 continue
             wanted[key] = (exp, entry, Job(bundle.digest, exp.name, entry.label, exp.instances[0], "", 0.0,
-                                           timeout))
-    outside = [k for k, (_, entry, _) in wanted.items() if isolate and is_foreign(suite, "datasets", entry)]
+                                           options.timeout, post_mortem=options.post_mortem))
+    outside = [k for k, (_, entry, _) in wanted.items()
+               if options.isolate and is_foreign(suite, "datasets", entry)]
     by_job = {id(wanted[k][2]): k for k in outside}
-    for job, result in run_jobs([wanted[k][2] for k in outside], probe, max(1, min(workers, len(outside))),
+    for job, result in run_jobs([wanted[k][2] for k in outside], probe, max(1, min(options.workers, len(outside))),
                                 isolate=True, bundle=bundle, died=crashed):
         found[by_job[id(job)]] = result
     for key, (_, _, job) in wanted.items():

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 from .. import selection
-from ..options import check_timeout
+from ..kinds import GRID_KEYS
+from ..options import RunOptions
 from ..suite import data_size, load_suite
 from .stages import info_key, lookup, unit_keys
 from .store import Store
@@ -17,7 +17,7 @@ class ExperimentPlan:
     """One experiment of the plan: its grid sizes and how much of it the cache holds."""
 
     name: str
-    sizes: dict  # kind -> number of entries (datasets, instances, adversaries, budgets, ...)
+    sizes: dict  # grid key (`cmbench.kinds.GRID_KEYS`) -> number of entries
     units: int = 0
     cached_units: int = 0
     cells: int = 0
@@ -36,16 +36,15 @@ class Plan:
     report: str = ""  # the reports' path without suffix (.pdf, .html)
 
 
-def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Sequence[str] = (),
-            select: Sequence[str] = (), timeout: Optional[float] = None, cache_size=None,
-            report: bool = True) -> Plan:
-    """The plan of ``cmbench suite`` with these options; reads the cache, writes nothing.
+def dry_run(name_or_path, options: RunOptions) -> Plan:
+    """The plan of ``cmbench suite`` with these ``options``; reads the cache, writes nothing.
 
     Everything the run checks before it computes is checked here too, and
-    refused with the run's words: the suite, the options, the output folder
-    (a file in the way, not writable, read-only), the report's paths
-    (``report``: a folder or another kind of file there) and the
-    environment's limits (``CMBENCH_MAX_FILE_GB``).
+    refused with the run's words: the suite, the options (checked when
+    ``options`` was built), the output folder (a file in the way, not
+    writable, read-only), the report's paths (``options.report``: a folder or
+    another kind of file there) and the environment's limits
+    (``CMBENCH_MAX_FILE_GB``).
 
     Returns
     -------
@@ -60,28 +59,27 @@ def dry_run(name_or_path, out="reports", plugins: Sequence = (), experiments: Se
     from ..files import check_target
     from ..output import can_make_folder
 
-    check_timeout(timeout)
-    full = load_suite(name_or_path, plugins)
-    suite = selection.slice_suite(full, experiments, select)
+    out = options.out
+    full = load_suite(name_or_path, options.plugins)
+    suite = selection.slice_suite(full, options.experiments, options.select)
     sliced = selection.is_slice(full, suite)
-    _cache_cap(suite, cache_size)
+    _cache_cap(suite, options.cache_size)
     data.max_file_bytes()  # (absent data files are not looked for: the run may download them)
     root = check_target(Path(out) / suite.name, root=out, kind="folder")
     folder = check_target(root / "slice", root=out, kind="folder") if sliced else root
     can_make_folder(folder, "output folder")
     stem = Path(out) / f"{suite.name}{'-slice' if sliced else ''}"
-    if report:
+    if options.report:
         for kind in ("pdf", "html"):
             check_target(stem.with_name(f"{stem.name}.{kind}"), root=stem.parent, kind=kind)
     store = Store(root, out=Path(out))
     by_name = {}
     result = Plan(suite=suite.name, sliced=sliced, cubes=str(folder) + "/", report=str(stem))
     for exp in suite.experiments:
-        sizes = {k: len(getattr(exp, k)) for k in ("datasets", "instances", "adversaries", "budgets",
-                                                    "recoverers", "estimators")}
+        sizes = {k: len(getattr(exp, k)) for k in GRID_KEYS}
         by_name[exp.name] = ExperimentPlan(exp.name, sizes)
         result.experiments.append(by_name[exp.name])
-    for exp, job in plan_units(suite, timeout):
+    for exp, job in plan_units(suite, options):
         row = by_name[exp.name]
         keys = unit_keys(suite.seed, exp, job)
         cells = len(exp.recoverers) * len(exp.estimators)

@@ -17,6 +17,7 @@ leaves no worker behind.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from concurrent.futures import FIRST_COMPLETED, wait
@@ -125,12 +126,10 @@ def _alone(fn: Callable, job: Job, died: Callable) -> dict:
     The worker writes the plugin call it is in into a shared slot, so that the
     failure names the plugin that ended the process.
     """
-    from .guard import use_slot
-
     slot = pools.Slot()
-    executor = pools.private(1, (use_slot, slot.path))
+    executor = pools.private(1)
     try:
-        return executor.submit(fn, job).result()
+        return executor.submit(fn, dataclasses.replace(job, running=slot.path)).result()
     except BrokenProcessPool as exc:
         return died(job, slot.value.decode("utf-8", "replace"), pools.death(exc))
     finally:

@@ -9,12 +9,13 @@ thread elsewhere: a call inside compiled code stops when control returns to
 Python) and a real Ctrl-C, which is re-raised so that the sweep stops.
 
 A call that ends its process (``os._exit``, a segfault) cannot be caught in
-the process: in a worker, `RUNNING` names the call in progress for the
-parent (`cmbench.runner.executors`). The runner uses `call`; `cmbench check`
-uses `run`.
+the process: in a worker, the slot its `Context` names (``running``) holds the
+call in progress for the parent (`cmbench.runner.executors`). The runner uses
+`call`; `cmbench check` uses `run`.
 """
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import threading
@@ -27,7 +28,7 @@ from ..components import NotApplicable, Undefined
 from ..cube import FAILED, NOT_APPLICABLE, OK, TIMEOUT, UNDEFINED
 from ..errors import UserError, describe_error
 
-__all__ = ["CallTimeout", "Outcome", "call", "describe", "run", "use_slot"]
+__all__ = ["CallTimeout", "Context", "Outcome", "call", "describe", "run"]
 
 
 class CallTimeout(BaseException):
@@ -47,8 +48,20 @@ class Outcome:
     user_error: str = ""  # the message of a `UserError` the call raised: the user's to fix, not the plugin's
 
 
-#: open the debugger where a plugin raised (``cmbench suite --pdb``; in-process runs only)
-POST_MORTEM = False
+@dataclass(frozen=True)
+class Context:
+    """What a guarded call is told of its run.
+
+    ``timeout``: seconds before the call is stopped (`CallTimeout`; None: no limit);
+    ``post_mortem``: open the debugger where the plugin raises (``cmbench suite --pdb``;
+    in-process runs only); ``running``: in a worker whose death the parent watches, the path
+    of the shared slot (`cmbench.pools.Slot`) in which the call names itself while it runs,
+    so that the parent can name the plugin if the call ends the process.
+    """
+
+    timeout: Optional[float] = None
+    post_mortem: bool = False
+    running: Optional[str] = None
 
 
 def post_mortem(exc: BaseException) -> None:
@@ -69,17 +82,12 @@ _SIGINT_SEEN = [False]
 #: inside a long unit
 TICK = None
 
-#: In a worker process, a shared buffer (`cmbench.pools.Slot`) naming the plugin call in
-#: progress, so that the parent can name the plugin if the call ends the process.
-RUNNING = None
-
-
-def use_slot(path: str) -> None:
-    """In a worker: name each plugin call in progress in the slot at ``path`` (`RUNNING`)."""
+@functools.lru_cache(maxsize=4)
+def _slot(path: str):
+    """The slot at ``path``, opened once per process (every call of a worker names itself there)."""
     from ..pools import Slot
 
-    global RUNNING
-    RUNNING = Slot(path)
+    return Slot(path)
 
 
 def describe(fn: Callable) -> str:
@@ -113,16 +121,16 @@ def interrupt(signum=None, frame=None) -> None:
 _FN = object()  # `run`'s default ``home``: the called function itself
 
 
-def call(fn: Callable, timeout: Optional[float], *args, **kwargs) -> Outcome:
-    """``run(fn, args, kwargs, timeout=timeout)``: the form the runner uses."""
-    return run(fn, args, kwargs, timeout=timeout)
+def call(fn: Callable, context: Context, *args, **kwargs) -> Outcome:
+    """``run(fn, args, kwargs, context=context)``: the form the runner uses."""
+    return run(fn, args, kwargs, context=context)
 
 
-def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeout: Optional[float] = None,
+def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, context: Context = Context(),
         what: Optional[str] = None, home: Any = _FN) -> Outcome:
     """Run one plugin call ``fn(*args, **kwargs)``; classify its outcome instead of letting it escape.
 
-    ``timeout``: seconds before the call is stopped (`CallTimeout`; None: no limit);
+    ``context``: the call's timeout and whether to debug where it raises (`Context`);
     ``what``: the call as a message names it (default `describe`); ``home``: the
     function whose file holds the frame a message points into (default ``fn``; None:
     the deepest frame).
@@ -137,6 +145,7 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
     ``SystemExit`` or another ``BaseException`` - fails the call.
     """
     kwargs = kwargs or {}
+    timeout = context.timeout
     home = fn if home is _FN else home
     start = time.perf_counter()
     main_thread = threading.current_thread() is threading.main_thread()
@@ -144,9 +153,10 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
     if main_thread:
         _SIGINT_SEEN[0] = False
         previous_sigint = signal.signal(signal.SIGINT, _sigint_handler(signal.getsignal(signal.SIGINT)))
-    if RUNNING is not None:
-        outer = RUNNING.value
-        RUNNING.value = (what or describe(fn)).encode("utf-8", "replace")[: len(RUNNING) - 1]
+    slot = _slot(context.running) if context.running else None
+    if slot is not None:
+        outer = slot.value
+        slot.value = (what or describe(fn)).encode("utf-8", "replace")[: len(slot) - 1]
     try:
         if use_alarm:
             previous = signal.signal(signal.SIGALRM, _alarm)
@@ -172,7 +182,7 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
     except UserError as exc:  # a data file's mistake (cmbench.data.DataError): the caller decides
         out = Outcome(FAILED, describe_error(exc, home), traceback=traceback.format_exc(), user_error=str(exc))
     except Exception as exc:  # a plugin's bug becomes a failed cell, never a dead sweep
-        if POST_MORTEM:
+        if context.post_mortem:
             post_mortem(exc)
         out = Outcome(FAILED, describe_error(exc, home), traceback=traceback.format_exc())
     except KeyboardInterrupt as exc:
@@ -184,8 +194,8 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, timeou
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous_sigint)
-        if RUNNING is not None:
-            RUNNING.value = outer
+        if slot is not None:
+            slot.value = outer
     out.seconds = time.perf_counter() - start
     if TICK is not None:
         TICK()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypedDict
 
 from ..cube import Record
+from .guard import Context
 
 if TYPE_CHECKING:
     from ..suite import Experiment
@@ -61,12 +62,19 @@ class Job:
     budget: float
     timeout: Optional[float] = None
     work: Optional[Work] = None
+    post_mortem: bool = False  # ``--pdb``: open the debugger where a plugin raises (in-process runs only)
+    running: Optional[str] = None  # the slot naming the plugin call in progress (a watched worker's)
     part: int = 0  # of a unit split across workers (`split`): which part, and how many
     parts: int = 1
 
     @property
     def coords(self) -> tuple:
         return (self.dataset, self.instance, self.adversary, self.budget)
+
+    @property
+    def guard(self) -> Context:
+        """The context of the job's guarded plugin calls (`cmbench.runner.guard.run`)."""
+        return Context(self.timeout, self.post_mortem, self.running)
 
 
 def split(job: Job, k: int) -> list[Job]:

@@ -133,7 +133,7 @@ def loaded(job: Job) -> Outcome:
         if data is not None:
             return Outcome(OK, value=data, seconds=0.0)
         # the loader is called through `load_data`: a message points into the loader's own file
-        known = run(load_data, (job,), timeout=job.timeout, what=describe_load(job), home=None)
+        known = run(load_data, (job,), context=job.guard, what=describe_load(job), home=None)
         if known.status == OK:
             return known
         if len(_FAILED_LOADS) > 64:  # a bound, not a policy: failures are few

@@ -74,14 +74,15 @@ class MetricFailed(Exception):
 
 
 def errors(mu: np.ndarray, data: Data, metrics=(), inliers: Optional[np.ndarray] = None,
-           budget: float = float("nan")) -> dict:
+           budget: float = float("nan"), post_mortem: bool = False) -> dict:
     """The value of every metric entry at the estimate ``mu``: label -> float.
 
     A metric whose declaration lists ``"inlier_mean"`` in its ``inputs`` gets
     ``inlier_mean=inliers`` (`inlier_mean`; all NaN when no row was left untouched);
     a parameter bound to the budget (`cmbench.suite.BUDGET`) gets ``budget``.
     ``cmbench.Undefined`` from a metric gives NaN; any other exception, or a
-    value that is not a real number, raises `MetricFailed` naming the metric.
+    value that is not a real number, raises `MetricFailed` naming the metric
+    (``post_mortem``: after opening the debugger where the metric raised, ``--pdb``).
     """
     out = {}
     for entry in metrics:
@@ -95,7 +96,7 @@ def errors(mu: np.ndarray, data: Data, metrics=(), inliers: Optional[np.ndarray]
         except Undefined:
             value = float("nan")
         except Exception as exc:
-            if guard.POST_MORTEM:
+            if post_mortem:
                 guard.post_mortem(exc)
             raise MetricFailed(f"metric {entry.label!r} ({entry.source}): {describe_error(exc, entry.decl.fn)}",
                                traceback.format_exc()) from None

@@ -148,7 +148,7 @@ def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: 
     truth = {"true_mean": data.mean, "true_cov": data.cov} if adv.decl.needs_truth else {}
     shared = (data.X, data.structure, *truth.values())
     _before(*shared)  # untouched() compares them after the call
-    out = call(adv.decl.fn, job.timeout, readonly(data.X), job.budget, rng=rng,
+    out = call(adv.decl.fn, job.guard, readonly(data.X), job.budget, rng=rng,
                structure=data.structure, **bind(adv.params, job.budget), **truth, **extra)
     out = guarded(check_corruption, untouched(out, *shared), data.X, adv, job.budget)
     if out.status == OK:
@@ -178,7 +178,7 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
         params = bind(rec.params, job.budget)
         rank = params.pop("rank", data.rank)  # a suite may override the data set's rank hint
         _before(Xc, data.structure)
-        out = call(rec.decl.fn, job.timeout, Xc, rng=rng, structure=data.structure, rank=rank, **params)
+        out = call(rec.decl.fn, job.guard, Xc, rng=rng, structure=data.structure, rank=rank, **params)
         out = guarded(check_recovery, untouched(out, Xc, data.structure), Xc)
     blame(out, rec, "recoverer")
     recovery = outcome_record(out, seconds=out.seconds)
@@ -204,12 +204,13 @@ def _estimate(job: Job, seed: int, rec: Entry, est: Entry, data: Data, recovery:
         return verdict(recovery)
     rng = rng_for(seed, "estimate", *job.coords, rec.label, est.label)
     _before(Xr)
-    res = call(est.decl.fn, job.timeout, Xr, rng=rng, **bind(est.params, job.budget))
+    res = call(est.decl.fn, job.guard, Xr, rng=rng, **bind(est.params, job.budget))
     res = blame(guarded(check_estimate, untouched(res, Xr), data.X.shape[1]), est, "estimator")
     cell = outcome_record(res, seconds=recovery["seconds"] + res.seconds)
     if res.status == OK:
         try:
-            cell.update(errors(res.value, data, experiment_for(job)[1].metric_entries, inliers, job.budget))
+            cell.update(errors(res.value, data, experiment_for(job)[1].metric_entries, inliers, job.budget,
+                               job.post_mortem))
         except MetricFailed as exc:
             cell.update(status=FAILED, error=str(exc), traceback=exc.traceback)
     return cell
