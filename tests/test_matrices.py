@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cmbench.runner import run_suite
+from cmbench import run_suite  # the public keywords (out=, workers=, report=)
 from cmbench.runner.matrices import Damaged, decode, encode, rows_of
 from conftest import assert_same_cube
 
