@@ -129,7 +129,9 @@ def _alone(fn: Callable, job: Job, died: Callable) -> dict:
     slot = pools.Slot()
     executor = pools.private(1)
     try:
-        return executor.submit(fn, dataclasses.replace(job, running=slot.path)).result()
+        # a unit's job carries the slot's path to its guard; other jobs (a pool's plain tasks) as given
+        watched = dataclasses.replace(job, running=slot.path) if isinstance(job, Job) else job
+        return executor.submit(fn, watched).result()
     except BrokenProcessPool as exc:
         return died(job, slot.value.decode("utf-8", "replace"), pools.death(exc))
     finally:
