@@ -299,11 +299,7 @@ def distances(Y: np.ndarray, y: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (N,)
     """
-    out = np.empty(Y.shape[0])
-    for sl in row_blocks(*Y.shape):
-        D = Y[sl] - y
-        out[sl] = np.sqrt(np.einsum("ij,ij->i", D, D))
-    return out
+    return np.sqrt(sq_dist(Y, y))
 
 
 def spatial_median(X: np.ndarray, *, tol: float = 1e-7, max_iter: int = 500,
