@@ -21,8 +21,12 @@ PUBLIC_KEYWORDS = {("__init__.py", "run_suite")}
 
 
 def _modules():
+    """cmbench's own modules: not the built-in plugins (``plugins/`` in a checkout, installed as
+    ``cmbench/builtins``), whose components' parameters are their suite parameters."""
     for path in sorted(PACKAGE.rglob("*.py")):
-        yield path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8"), str(path))
+        module = path.relative_to(PACKAGE).as_posix()
+        if not module.startswith("builtins/"):
+            yield module, ast.parse(path.read_text(encoding="utf-8"), str(path))
 
 
 def _parameters(fn: ast.AST) -> int:
