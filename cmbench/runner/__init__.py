@@ -309,9 +309,7 @@ def _sweep(suite: Suite, store: Store, options: RunOptions, stats: Progress, pac
             todo.sort(key=lambda job: -_cost(job, datasets))
             todo = balanced(todo, workers, lambda job: _cost(job, datasets),
                             lambda job: _cheap_shared(units[(job.experiment, job.coords)][0], job.work))
-            left = {}  # unit -> its parts still running, when split
-            for job in todo:
-                left[(job.experiment, job.coords)] = job.parts
+            left = {(job.experiment, job.coords): job.parts for job in todo}  # unit -> its parts still running
             if bar is None:
                 bar = _progress_bar(suite, stats, options.progress)
             running = run_jobs(todo, execute, workers, scheduler, isolate=isolate, bundle=packed,
@@ -326,18 +324,19 @@ def _sweep(suite: Suite, store: Store, options: RunOptions, stats: Progress, pac
                     elif out.get("corruption") is not None or out.get("recovery"):
                         shared.add(unit)
                 fresh, cacheable, matrices = records_of(out, keys)
+                left[unit] = left.get(unit, 1) - 1  # a split unit is finished with its last part
+                if not left[unit]:
+                    # counted before its document is written: a Ctrl-C in between reports one unit
+                    # more than is kept (the one cut short), never one less
+                    stats.computed += 1
                 # Failed or timed-out records are not stored: the next run computes them again,
                 # while everything around them is kept.
                 store.add(keys.corruption, cacheable, matrices)
                 if job.parts > 1:  # a split unit: its result once every part is in
                     fresh = merged(partial.pop(unit, empty_body()), fresh)
-                    left[unit] -= 1
                     if left[unit]:
                         partial[unit] = fresh
                         continue
-                # counted once its last part is stored: a Ctrl-C before reports it unfinished,
-                # though some of its cells are kept
-                stats.computed += 1
                 result = unit_result(exp, keys, merged(store.unit(keys.corruption), fresh))
                 results[exp.name][job.coords] = result
                 if failed_cells(result):
