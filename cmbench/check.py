@@ -34,6 +34,7 @@ from .components import Adversary, Component, Data, Dataset, Estimator, Metric, 
 from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
 from .kinds import KINDS, SINGULAR
+from .report.probe import PAGE_CHECKS, probe_page_kind
 from .plugins import (Registry, choices_hint, is_file_spec, load_plugins,
                       resolve_plugin, split_spec, watch_child)
 from .runner.contracts import check_corruption, check_data, check_estimate, check_recovery
@@ -69,6 +70,11 @@ CHECKS = {
         "returns a real number, 0 at the true mean, >= 0 elsewhere (NaN allowed)",
         UNMODIFIED, "same value twice", PARAMS),
 }
+#: a plugin's kinds of report page (`cmbench.report.probe`), checked beside its components
+PAGES = "report-pages"
+CHECKS[PAGES] = PAGE_CHECKS
+#: how a result names what it checked: a component's kind, or a kind of report page
+WHAT = {**SINGULAR, PAGES: "report page kind"}
 BUDGETS = (0.05, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -83,7 +89,7 @@ class Result:
     reason: str = ""
 
     def line(self) -> str:
-        text = f"{self.status} {SINGULAR[self.kind]} {self.name}: {self.check}"
+        text = f"{self.status} {WHAT[self.kind]} {self.name}: {self.check}"
         return f"{text}: {self.reason}" if self.reason else text
 
 
@@ -571,10 +577,11 @@ def _probes(kind: str, decl: Component, seed: int) -> Iterator[tuple[str, Probe]
 
 
 def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str] = ()
-           ) -> list[tuple[str, Component]]:
+           ) -> list[tuple[str, Any]]:
     """The components to check: those ``plugins`` (specs as `run_checks` resolves them)
     declared (all of them when no plugin is given), narrowed to ``names`` (``NAME`` or
-    ``KIND:NAME``, e.g. ``estimator:mean``).
+    ``KIND:NAME``, e.g. ``estimator:mean``); then, without ``names``, the kinds of report
+    page they add (`PAGES`, with the `cmbench.report.PageKind`; the built-in kinds are not checked).
 
     Raises
     ------
@@ -587,8 +594,13 @@ def select(registry: Registry, plugins: Sequence[str] = (), names: Sequence[str]
     # a component whose parameters were refused (a lenient load) is selected too: its check fails
     pool += [(kind, decl) for (kind, _), (decl, source, _) in registry.refused.items()
              if not labels or source.plugin in labels]
+    if not names:
+        from .report.kinds import page_kinds
+
+        adding = {source.plugin for source, _ in registry.page_hooks if not labels or source.plugin in labels}
+        pool += [(PAGES, kind) for kind in page_kinds(registry, only=adding)] if adding else []
     if plugins and not pool:
-        raise UserError(f"plugin {', '.join(plugins)} declares no component")
+        raise UserError(f"plugin {', '.join(plugins)} declares no component and no report page")
     if not names:
         return pool
     chosen = []
@@ -725,12 +737,22 @@ def _child(conn, plugins, names, seed, timeout, done, running: str) -> None:
             continue
         conn.send(("component", kind, decl.name))
         refused = registry.refused.get((kind, decl.name))
-        results = (check_component(kind, decl, seed, timeout, running) if refused is None
-                   else refused_results(kind, decl, refused[2]))
+        if kind == PAGES:
+            results = page_results(decl, timeout)
+        elif refused is None:
+            results = check_component(kind, decl, seed, timeout, running)
+        else:
+            results = refused_results(kind, decl, refused[2])
         for result in results:
             conn.send(("result", result))
         conn.send(("finished", kind, decl.name))
     conn.send(("done",))
+
+
+def page_results(kind, timeout: Optional[float]) -> list[Result]:
+    """The results of a kind of report page (`cmbench.report.probe.probe_page_kind`)."""
+    return [Result(PAGES, kind.name, f.check, FAIL if f.problem else SKIP if f.skipped else PASS,
+                   f.problem or f.skipped) for f in probe_page_kind(kind, timeout)]
 
 
 def assert_ok(probe: Probe, what: str = "") -> Probe:
@@ -741,6 +763,6 @@ def assert_ok(probe: Probe, what: str = "") -> Probe:
 
 
 __all__ = ["CHECKS", "FAIL", "PASS", "SKIP", "Probe", "Result", "assert_ok", "check_component",
-           "params_problem", "probe_adversary", "probe_dataset", "probe_estimator", "probe_metric",
+           "PAGES", "page_results", "params_problem", "probe_adversary", "probe_dataset", "probe_estimator", "probe_metric",
            "probe_recoverer", "run_checks", "select"]
 

@@ -121,16 +121,19 @@ def check(plugins, names, seed, timeout) -> None:
     """Check components against the contract on small generated inputs.
 
     Checks every component the --plugin plugins declare (every loaded one
-    without --plugin), or only NAMEs. One line per check; exit 1 if any fails.
+    without --plugin), or only NAMEs, and the kinds of report page they add
+    (built on a hand-made cube and drawn). One line per check; exit 1 if any fails.
     """
-    from .check import FAIL, PASS, SKIP, run_checks
+    from .check import FAIL, PAGES, PASS, SKIP, run_checks
     from .options import parse_timeout
 
     timeout = parse_timeout(timeout)
     results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()), timeout=timeout)
     counts = collections.Counter(r.status for r in results)
-    components = len({(r.kind, r.name) for r in results})
-    click.echo(f"{components} component{'s' if components != 1 else ''}, {len(results)} checks: {counts[PASS]} passed, "
+    checked = collections.Counter(r.kind == PAGES for r in {(r.kind, r.name): r for r in results}.values())
+    what = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
+            ((checked[False], "component"), (checked[True], "report page kind")) if n or word == "component"]
+    click.echo(f"{', '.join(what)}, {len(results)} checks: {counts[PASS]} passed, "
                f"{counts[FAIL]} failed" + (f", {counts[SKIP]} skipped" if counts[SKIP] else ""))
     if counts[FAIL]:
         sys.exit(1)

@@ -130,3 +130,93 @@ def test_a_page_its_kind_does_not_register_is_refused():
     with pytest.raises(PluginError, match=r"duplicate report page kind 'cells': registered by plugin "
                                           r"cmbench.report.pages and by plugin"):
         page_kinds(load_plugins([twice]))
+
+
+def test_check_builds_and_draws_a_plugin_page_kind(tmp_path, example):
+    """`cmbench check --plugin` on a plugin that adds only a page kind checks that kind: built on
+    the hand-made cube, its records pickled and digested, its pages drawn; the built-in kinds are not."""
+    from click.testing import CliRunner
+
+    from cmbench.cli import main
+
+    result = CliRunner().invoke(main, ["check", "--plugin", str(example)])
+    assert result.exit_code == 0, result.output + result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines[:4]] == ["PASS report page kind cells-per-status"] * 3 + [
+        "SKIP report page kind cells-per-status"]
+    assert "no HTML renderer registered" in lines[3]
+    assert lines[-1] == "0 components, 1 report page kind, 4 checks: 3 passed, 0 failed, 1 skipped"
+
+
+BROKEN_PAGES = '''
+import threading
+from dataclasses import dataclass
+
+import cmbench
+from cmbench.report import Page, PageKind, Section
+
+
+@dataclass
+class Plain:
+    value: float
+
+
+@dataclass
+class Locked:
+    lock: object
+
+
+def plain(cube, context):
+    return [Section("p", "p", [Page("p", Plain(1.0), draw_nothing)])]
+
+
+def locked(cube, context):
+    return [Section("l", "l", [Page("l", Locked(threading.Lock()), draw_locked)])]
+
+
+def raises(cube, context):
+    raise ValueError("no cube like this")
+
+
+def draw_nothing(record):
+    return None
+
+
+def draw_locked(record):
+    from matplotlib.figure import Figure
+    return Figure()
+
+
+def html_number(page, div_id, figures):
+    return 5
+
+
+@cmbench.hookimpl
+def register_report_pages():
+    return [PageKind("draws-nothing", plain, {Plain: draw_nothing}),
+            PageKind("holds-a-lock", locked, {Locked: draw_locked}, html={Locked: html_number}),
+            PageKind("raises", raises, {Plain: draw_nothing})]
+'''
+
+
+def test_check_names_what_is_wrong_with_each_page_kind(tmp_path):
+    """Each broken kind fails the check it breaks, with the reason, and the others still run: exit 1."""
+    from click.testing import CliRunner
+
+    from cmbench.cli import main
+
+    (tmp_path / "broken_pages.py").write_text(BROKEN_PAGES)
+    result = CliRunner().invoke(main, ["check", "--plugin", str(tmp_path / "broken_pages.py")])
+    assert result.exit_code == 1, result.output
+    out = result.stdout
+    assert "Traceback" not in out + result.stderr
+    assert re.search(r"FAIL report page kind draws-nothing: each page's drawing returns a matplotlib Figure: "
+                     r".*draw_nothing returned NoneType, not a Figure", out), out
+    assert re.search(r"FAIL report page kind holds-a-lock: each page's record pickles and digests .*: "
+                     r"page 'l': its Locked does not pickle", out), out
+    assert re.search(r"FAIL report page kind holds-a-lock: each HTML renderer returns .*: "
+                     r".*returned int, not str", out), out
+    assert re.search(r"FAIL report page kind raises: builds its sections .*: .*raised ValueError: no cube like this",
+                     out), out
+    assert out.count("SKIP report page kind raises") == 3
+    assert out.splitlines()[-1] == "0 components, 3 report page kinds, 12 checks: 4 passed, 4 failed, 4 skipped"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, ClassVar, Collection, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import PluginError
 
@@ -122,9 +122,10 @@ def check_kind(kind: object, plugin: str) -> PageKind:
     return kind
 
 
-def page_kinds(registry=None) -> list[PageKind]:
+def page_kinds(registry=None, only: Collection[str] | None = None) -> list[PageKind]:
     """The page kinds of a plugin registry (`cmbench.plugins.load_plugins`), in registration
-    order, the built-in ones first; with no registry, the built-in ones alone.
+    order, the built-in ones first; with no registry, the built-in ones alone. ``only``:
+    the kinds of these plugins alone (their names, as `cmbench.plugins.Source.plugin`).
 
     Raises
     ------
@@ -154,7 +155,7 @@ def page_kinds(registry=None) -> list[PageKind]:
                 raise PluginError(f"duplicate report page kind {kind.name!r}: registered by plugin "
                                   f"{out[kind.name][1]} and by plugin {plugin}")
             out[kind.name] = (kind if plugin == REPORT_PAGES else _guarded(kind, plugin), plugin)
-    return [kind for kind, _ in out.values()]
+    return [kind for kind, plugin in out.values() if only is None or plugin in only]
 
 
 def _guarded(kind: PageKind, plugin: str) -> PageKind:

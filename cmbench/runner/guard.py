@@ -56,12 +56,14 @@ class Context:
     ``post_mortem``: open the debugger where the plugin raises (``cmbench suite --pdb``;
     in-process runs only); ``running``: in a worker whose death the parent watches, the path
     of the shared slot (`cmbench.pools.Slot`) in which the call names itself while it runs,
-    so that the parent can name the plugin if the call ends the process.
+    so that the parent can name the plugin if the call ends the process; ``tick``: called
+    after each call (`cmbench.runner.ticks`), so that the progress bar moves inside a long unit.
     """
 
     timeout: Optional[float] = None
     post_mortem: bool = False
     running: Optional[str] = None
+    tick: Optional[Callable[[], None]] = None
 
 
 def post_mortem(exc: BaseException) -> None:
@@ -77,10 +79,6 @@ def _alarm(signum, frame):
 
 # Set by the SIGINT handler `call` installs: a KeyboardInterrupt is a real Ctrl-C only then.
 _SIGINT_SEEN = [False]
-
-#: Called after each plugin call while a unit is computed (`ticks`): the progress bar moves
-#: inside a long unit
-TICK = None
 
 @functools.lru_cache(maxsize=4)
 def _slot(path: str):
@@ -197,8 +195,8 @@ def run(fn: Callable, args: tuple = (), kwargs: Optional[dict] = None, *, contex
         if slot is not None:
             slot.value = outer
     out.seconds = time.perf_counter() - start
-    if TICK is not None:
-        TICK()
+    if context.tick is not None:
+        context.tick()
     return out
 
 

@@ -66,6 +66,8 @@ class Job:
     running: Optional[str] = None  # the slot naming the plugin call in progress (a watched worker's)
     part: int = 0  # of a unit split across workers (`split`): which part, and how many
     parts: int = 1
+    # set in the process computing the job (`ticks`), never shipped
+    tick: Optional[Callable[[], None]] = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def coords(self) -> tuple:
@@ -74,7 +76,7 @@ class Job:
     @property
     def guard(self) -> Context:
         """The context of the job's guarded plugin calls (`cmbench.runner.guard.run`)."""
-        return Context(self.timeout, self.post_mortem, self.running)
+        return Context(self.timeout, self.post_mortem, self.running, self.tick)
 
 
 def split(job: Job, k: int) -> list[Job]:

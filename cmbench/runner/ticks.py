@@ -3,7 +3,7 @@
 A full-size unit can take minutes (a data set's load, the corruption, each
 recoverer, each estimator); a bar that moves once per finished unit looks
 frozen meanwhile. Every guarded plugin call (`guard.run`) ends with a tick of
-the unit in progress (`guard.TICK`): in a worker, one integer in a shared
+the unit in progress (the job's ``tick``, `guard.Context.tick`): in a worker, one integer in a shared
 memory-mapped file, a `Board` with a lane per task in flight; in this process,
 the bar itself. The bar then shows finished units plus, for each unit in
 flight, the share of its expected calls (`expected`) already made, at most
@@ -12,6 +12,7 @@ per plugin call.
 """
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import os
 import tempfile
@@ -78,8 +79,6 @@ def _tick(mapping: mmap.mmap, lane: int) -> Callable[[], None]:
 
 def counted(path: str, lane: int, fn: Callable, job: Job):
     """In a worker: ``fn(job)``, each of its plugin calls counted in lane ``lane`` of the board at ``path``."""
-    from . import guard
-
     mapping = _OPEN.get(path)
     if mapping is None:  # a new sweep: the last one's board is let go
         for old in _OPEN.values():
@@ -87,11 +86,7 @@ def counted(path: str, lane: int, fn: Callable, job: Job):
         _OPEN.clear()
         with open(path, "r+b") as f:
             mapping = _OPEN[path] = mmap.mmap(f.fileno(), 0)
-    guard.TICK = _tick(mapping, lane)
-    try:
-        return fn(job)
-    finally:
-        guard.TICK = None
+    return fn(dataclasses.replace(job, tick=_tick(mapping, lane)))
 
 
 def here(fn: Callable, job: Job, show: Optional[Callable[[float], None]]):
@@ -99,16 +94,10 @@ def here(fn: Callable, job: Job, show: Optional[Callable[[float], None]]):
     of the unit done (`share`)."""
     if show is None:
         return fn(job)
-    from . import guard
-
     done = [0]
 
     def tick() -> None:
         done[0] += 1
         show(share(done[0], job))
 
-    guard.TICK = tick
-    try:
-        return fn(job)
-    finally:
-        guard.TICK = None
+    return fn(dataclasses.replace(job, tick=tick))
