@@ -22,6 +22,7 @@ from .. import cube
 from ..cube import DIMS, STATUSES
 from ..cube import attr_json
 from ..errors import UserError
+from ..kinds import CELL_KINDS
 
 METRIC_NAMES = {"l2": r"$\ell_2$ error", "mahalanobis": "Mahalanobis error",
                 "excess-l2": r"excess $\ell_2$ error"}  # axis labels (mathtext)
@@ -301,7 +302,7 @@ def _check(ds: xr.Dataset, source: str) -> Cube:
     ds = ds.transpose(*DIMS)
     ds = ds.assign(status=(DIMS, cube.decoded(ds["status"].values).astype(str)),
                    error=(DIMS, cube.decoded(ds["error"].fillna("").values).astype(str)))
-    for dim in ("dataset", "adversary", "recoverer", "estimator"):
+    for dim in (kind.dimension for kind in CELL_KINDS):  # the dims labelled by components' names
         ds = ds.assign_coords({dim: cube.decoded(ds[dim].values).astype(str)})
     attrs = dict(ds.attrs)
     methods = cube.methods(ds, source)
