@@ -34,7 +34,7 @@ from .components import Adversary, Component, Data, Dataset, Estimator, Metric, 
 from .errors import PluginError, UserError, describe_error
 from .options import check_timeout
 from .kinds import KINDS, SINGULAR
-from .report.probe import PAGE_CHECKS, probe_page_kind
+from .check_pages import PAGE_CHECKS, probe_page_kind
 from .plugins import (Registry, choices_hint, is_file_spec, load_plugins,
                       resolve_plugin, split_spec, watch_child)
 from .runner.contracts import check_corruption, check_data, check_estimate, check_recovery
@@ -70,7 +70,7 @@ CHECKS = {
         "returns a real number, 0 at the true mean, >= 0 elsewhere (NaN allowed)",
         UNMODIFIED, "same value twice", PARAMS),
 }
-#: a plugin's kinds of report page (`cmbench.report.probe`), checked beside its components
+#: a plugin's kinds of report page (`cmbench.check_pages`), checked beside its components
 PAGES = "report-pages"
 CHECKS[PAGES] = PAGE_CHECKS
 #: how a result names what it checked: a component's kind, or a kind of report page
@@ -750,7 +750,7 @@ def _child(conn, plugins, names, seed, timeout, done, running: str) -> None:
 
 
 def page_results(kind, timeout: Optional[float]) -> list[Result]:
-    """The results of a kind of report page (`cmbench.report.probe.probe_page_kind`)."""
+    """The results of a kind of report page (`cmbench.check_pages.probe_page_kind`)."""
     return [Result(PAGES, kind.name, f.check, FAIL if f.problem else SKIP if f.skipped else PASS,
                    f.problem or f.skipped) for f in probe_page_kind(kind, timeout)]
 

@@ -134,7 +134,7 @@ def test_a_page_its_kind_does_not_register_is_refused():
 
 def test_check_builds_and_draws_a_plugin_page_kind(tmp_path, example):
     """`cmbench check --plugin` on a plugin that adds only a page kind checks that kind: built on
-    the hand-made cube, its records pickled and digested, its pages drawn; the built-in kinds are not."""
+    the hand-made cube, its records digested, its pages drawn; the built-in kinds are not."""
     from click.testing import CliRunner
 
     from cmbench.cli import main
@@ -212,8 +212,8 @@ def test_check_names_what_is_wrong_with_each_page_kind(tmp_path):
     assert "Traceback" not in out + result.stderr
     assert re.search(r"FAIL report page kind draws-nothing: each page's drawing returns a matplotlib Figure: "
                      r".*draw_nothing returned NoneType, not a Figure", out), out
-    assert re.search(r"FAIL report page kind holds-a-lock: each page's record pickles and digests .*: "
-                     r"page 'l': its Locked does not pickle", out), out
+    assert re.search(r"FAIL report page kind holds-a-lock: each page's record holds plain values only .*: "
+                     r"page 'l': its Locked does not digest \(a page record holds a lock", out), out
     assert re.search(r"FAIL report page kind holds-a-lock: each HTML renderer returns .*: "
                      r".*returned int, not str", out), out
     assert re.search(r"FAIL report page kind raises: builds its sections .*: .*raised ValueError: no cube like this",

@@ -17,8 +17,8 @@ Three layers, each importing only the ones above it:
   model; `render.writing` checks and writes the output file;
 
 and `kinds` (`PageKind`: what a plugin registers to add a kind of page;
-`pages` registers the report's own; `probe` checks a plugin's kinds on the
-hand-made cube of `example`, for ``cmbench check``), and `suite_step`, the report step of a suite run (both reports, only when
+`pages` registers the report's own; `example`, a hand-made cube on which
+``cmbench check`` builds a plugin's kinds, `cmbench.check_pages`), and `suite_step`, the report step of a suite run (both reports, only when
 their cubes changed).
 
 This package imports its plotting libraries only where a page is drawn, so

@@ -1,7 +1,7 @@
 """A small hand-made results cube, as the runner writes one: pages drawn without a suite run.
 
 `example_cube` is what ``cmbench check`` builds a plugin's report pages on
-(`cmbench.report.probe`), and the report tests' cube: a few data sets,
+(`cmbench.check_pages`), and the report tests' cube: a few data sets,
 instances and budgets, and methods whose errors grow with the budget in a
 known order (method k's error is about ``(k + 1) * budget``).
 """

@@ -1,28 +1,28 @@
 """``cmbench check`` on a plugin's kinds of report page: built on a hand-made cube and drawn.
 
-A plugin that adds report pages (`kinds.PageKind`) learns whether they work
-before any suite runs: each kind builds its sections on `example.example_cube`
-(at its place: once for the cube, or once at the head or tail), and every
-page it gives is checked as a report would use it: its record pickles and
-digests (a drawing process receives it pickled; the page cache digests it),
-its drawing returns a matplotlib figure, and its HTML renderer, if the kind
-registers one, returns an HTML fragment. Every call of the plugin's code goes
+A plugin that adds report pages (`cmbench.report.PageKind`) learns whether
+they work before any suite runs: each kind builds its sections on
+`cmbench.report.example.example_cube` (at its place: once for the cube, or
+once at the head or tail), and every page it gives is checked as a report
+would use it: its record holds plain values only (the page cache digests it,
+a drawing process receives it pickled), its drawing returns a matplotlib
+figure, and its HTML renderer, if the kind registers one, returns an HTML
+fragment. Every call of the plugin's code goes
 through the runner's guarded call, as a suite's cells do: a per-call timeout,
 anything it raises reported as a failed check.
 """
 from __future__ import annotations
 
-import pickle
 from typing import Any, Callable, NamedTuple, Optional
 
-from .kinds import PageKind
+from .report.kinds import PageKind
 
 __all__ = ["PAGE_CHECKS", "Finding", "probe_page_kind"]
 
 #: the checks of a kind of report page, in the order they are printed
 PAGE_CHECKS = (
     "builds its sections on a hand-made cube (cmbench.report.example)",
-    "each page's record pickles and digests (plain values only)",
+    "each page's record holds plain values only (it is digested and pickled)",
     "each page's drawing returns a matplotlib Figure",
     "each HTML renderer returns an HTML fragment (str)",
 )
@@ -38,7 +38,7 @@ class Finding(NamedTuple):
 
 def probe_page_kind(kind: PageKind, timeout: Optional[float] = None) -> list[Finding]:
     """Check ``kind`` (as `kinds.page_kinds` gives it) on the hand-made cube; one `Finding` per `PAGE_CHECKS`."""
-    from ..runner.guard import Context
+    from .runner.guard import Context
 
     context = Context(timeout)
     build, record, draw, html = PAGE_CHECKS
@@ -60,21 +60,19 @@ def probe_page_kind(kind: PageKind, timeout: Optional[float] = None) -> list[Fin
 
 
 def _build(kind: PageKind) -> list:
-    from .example import example_cube
-    from .model import build_report
-    from .load import load_cube
+    from .report.example import example_cube
+    from .report.load import load_cube
+    from .report.model import build_report
 
     cube = load_cube(example_cube(), source="<cmbench check's hand-made cube>")
     return build_report([cube], title="cmbench check", kinds=[kind])
 
 
 def _record_problem(page) -> str:
-    from .render.pagecache import record_digest
+    """Why the page's record is not plain values (`cmbench.report.Record`), or "": the digest
+    walks every field and refuses anything else, so a record it takes also pickles."""
+    from .report.render.pagecache import record_digest
 
-    try:
-        pickle.dumps(page.record)
-    except Exception as exc:
-        return f"page {page.slug!r}: its {type(page.record).__name__} does not pickle ({exc})"
     try:
         record_digest(page)
     except Exception as exc:
@@ -92,7 +90,7 @@ def _drawn(page) -> None:
 
 
 def _rendered(page) -> None:
-    from .render.html import Figures
+    from .report.render.html import Figures
 
     text = page.html(page, "check-0", Figures(None))
     if not isinstance(text, str):
@@ -101,8 +99,8 @@ def _rendered(page) -> None:
 
 def _guarded(fn: Callable, context: Any, arg: Any) -> tuple[Any, str]:
     """``(fn(arg), "")``, or ``(None, why)`` when it raised or ran out of time (`guard.run`)."""
-    from ..cube import OK
-    from ..runner.guard import run
+    from .cube import OK
+    from .runner.guard import run
 
     outcome = run(fn, (arg,), context=context, home=None)
     return (outcome.value, "") if outcome.status == OK else (None, outcome.error)
