@@ -250,16 +250,17 @@ def _open_files(pid: int) -> set[str]:
     return out
 
 
-# every phase of a run and signal, and a bare pool's script SIGKILLed; three of them in the default
-# selection, the rest with -m slow
-DEFAULT_KILLS = {("import", signal.SIGTERM), ("sweep", signal.SIGKILL), ("bare-pool", signal.SIGKILL)}
+# every phase of a run and signal, and a bare pool's script SIGKILLed; two of them in the default
+# selection (a SIGKILLed parent's pool workers end with it: the sweep's case; SIGTERM's own handling:
+# the import's), the rest with -m slow
+DEFAULT_KILLS = {("import", signal.SIGTERM), ("sweep", signal.SIGKILL)}
 KILLS = [pytest.param(phase, sig, marks=() if (phase, sig) in DEFAULT_KILLS else pytest.mark.slow)
          for phase in ("import", "register", "sweep", "report") for sig in (signal.SIGTERM, signal.SIGKILL)]
 
 
 @needs_proc
 @pytest.mark.parametrize(("phase", "sig"), [*KILLS, pytest.param("import", signal.SIGINT, marks=pytest.mark.slow),
-                                            pytest.param("bare-pool", signal.SIGKILL)],
+                                            pytest.param("bare-pool", signal.SIGKILL, marks=pytest.mark.slow)],
                          ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
 def test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run(tmp_path, phase, sig):
     marker = f"CMBENCH_TEST_RUN_{uuid.uuid4().hex}"
