@@ -224,3 +224,24 @@ def survivors(pids, within: float) -> list[int]:
     for p in left:
         os.kill(p, signal.SIGKILL)
     return left
+
+
+# ---- tcli fixtures
+# What the command line does, without the interpreter start and imports a subprocess costs:
+# for tests of a command's behaviour, not of the process boundary (`cli` keeps that).
+
+def cli_inproc_result(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The click command in-process, shaped as `cli` returns it (returncode, stdout, stderr).
+
+    ``cwd`` is the working folder during the call (restored after); an escaping exception fails,
+    as in `cli_inproc`.
+    """
+    import contextlib
+
+    from cmbench.cli import main
+
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        result = CliRunner().invoke(main, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from cmbench.check import CHECKS, FAIL, PASS, run_checks
 from cmbench.cli import main
-from conftest import PLUGINS
+from conftest import PLUGINS, cli_inproc_result
 
 #: one defect per estimator: the issue's four (wrong shape, mutation, global randomness, params)
 BROKEN_ESTIMATORS = (PLUGINS / "broken_estimators.py").read_text()
@@ -95,15 +95,14 @@ def test_builtins_by_plugin_name_and_by_component_name():
 
 
 def test_unknown_name_is_a_one_line_user_error(plugin):
-    result = subprocess.run([sys.executable, "-m", "cmbench.cli", "check", "--plugin",
-                             str(plugin(BROKEN_ESTIMATORS)), "shrunk-men"],
-                            capture_output=True, text=True, timeout=300)
+    result = cli_inproc_result("check", "--plugin", plugin(BROKEN_ESTIMATORS), "shrunk-men")
     assert result.returncode == 2
     assert result.stderr.startswith("cmbench: error: no component 'shrunk-men'")
     assert "did you mean 'shrunk-mean'?" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_broken_plugin_in_a_subprocess_exits_1(plugin):
+    # a fresh interpreter: the real entry point's exit code and its warnings filter
     result = subprocess.run([sys.executable, "-m", "cmbench.cli", "check", "--plugin",
                              str(plugin(BROKEN_ESTIMATORS))], capture_output=True, text=True, timeout=300)
     assert result.returncode == 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from cmbench.check import FAIL, PASS, run_checks
-from conftest import assert_user_error, cli, cli_inproc, write
+from conftest import assert_user_error, cli, cli_inproc, cli_inproc_result, write
 
 ENDERS = """\
 import os, signal, sys
@@ -53,7 +53,7 @@ def test_a_component_that_never_returns_fails_its_check_after_the_timeout(enders
 
 
 def test_components_that_end_their_process_fail_and_the_others_are_still_checked(enders):
-    results = run_checks([str(enders)], timeout=5)
+    results = run_checks([str(enders)], timeout=2.5)  # the spinning one costs the whole timeout
     by_name: dict = {}
     for r in results:
         by_name.setdefault(r.name, []).append(r)
@@ -66,7 +66,7 @@ def test_components_that_end_their_process_fail_and_the_others_are_still_checked
 
 
 def test_check_cli_timeout_option_and_exit_code(enders):
-    proc = cli("check", "--plugin", enders, "spin", "--timeout", "0.3", timeout=120)
+    proc = cli_inproc_result("check", "--plugin", enders, "spin", "--timeout", "0.3")
     assert proc.returncode == 1, proc.stderr
     assert "FAIL estimator spin" in proc.stdout and "--timeout 0.3 s" in proc.stdout
 
@@ -100,7 +100,7 @@ def test_a_plugin_that_ends_the_interpreter_at_import_is_a_one_line_error(tmp_pa
 ])
 def test_a_plugin_that_is_not_a_python_file_is_named_with_why(tmp_path, make, needle):
     path = make(tmp_path)
-    proc = cli("plugins", "--plugin", path.name, cwd=tmp_path)
+    proc = cli_inproc_result("plugins", "--plugin", path.name, cwd=tmp_path)
     assert_user_error(proc.returncode, proc.stderr, path.name, needle)
 
 

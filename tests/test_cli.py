@@ -1,12 +1,17 @@
-"""The command line as a user meets it: real subprocesses, exit codes, one-line errors."""
+"""The command line as a user meets it: exit codes, one-line errors, the tables it prints.
+
+`test_version` goes through the real entry point in a fresh interpreter (``python -m cmbench.cli``;
+its exit 2 is test_suite_file_errors.py's first test, its exit 1 test_data_load_faults.py's); the
+others run the same click command in-process.
+"""
 import xarray as xr
 
 import cmbench
-from conftest import assert_user_error, cli
+from conftest import assert_user_error, cli, cli_inproc_result
 
 
 def refused(result, *needles):
-    """The subprocess ``result`` is a one-line user error (exit 2) holding every needle."""
+    """The ``result`` is a one-line user error (exit 2) holding every needle."""
     return assert_user_error(result.returncode, result.stderr, *needles)
 
 
@@ -16,7 +21,7 @@ def test_version():
 
 
 def test_plugins_table_lists_builtins_and_a_plugin_file(winsorized_file):
-    result = cli("plugins", "--plugin", winsorized_file)
+    result = cli_inproc_result("plugins", "--plugin", winsorized_file)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split()[:4] == ["kind", "name", "plugin", "description"]
@@ -27,7 +32,8 @@ def test_plugins_table_lists_builtins_and_a_plugin_file(winsorized_file):
 
 
 def test_smoke_suite_runs_a_plugin_estimator(tmp_path, winsorized_file):
-    result = cli("suite", "smoke", "--out", tmp_path / "out", "--plugin", winsorized_file, cwd=tmp_path)
+    result = cli_inproc_result("suite", "smoke", "--out", tmp_path / "out", "--plugin", winsorized_file,
+                               cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "failed" not in result.stdout
     with xr.open_dataset(tmp_path / "out" / "smoke" / "synthetic.nc") as ds:
@@ -38,15 +44,15 @@ def test_smoke_suite_runs_a_plugin_estimator(tmp_path, winsorized_file):
 
 
 def test_unknown_suite_lists_shipped_ones():
-    refused(cli("suite", "smok"), "unknown suite 'smok'", "did you mean 'smoke'", "paper")
+    refused(cli_inproc_result("suite", "smok"), "unknown suite 'smok'", "did you mean 'smoke'", "paper")
 
 
 def test_missing_plugin_file(tmp_path):
-    refused(cli("plugins", "--plugin", tmp_path / "nope.py"), "nope.py", "does not exist")
+    refused(cli_inproc_result("plugins", "--plugin", tmp_path / "nope.py"), "nope.py", "does not exist")
 
 
 def test_missing_plugin_file_of_the_command_line_is_not_blamed_on_the_suite(tmp_path):
-    result = cli("suite", "smoke", "--out", tmp_path / "out", "--plugin", tmp_path / "nope.py")
+    result = cli_inproc_result("suite", "smoke", "--out", tmp_path / "out", "--plugin", tmp_path / "nope.py")
     refused(result, "nope.py", "does not exist", "--plugin")
     assert "smoke.toml" not in result.stderr
     assert not (tmp_path / "out").exists()
@@ -55,29 +61,28 @@ def test_missing_plugin_file_of_the_command_line_is_not_blamed_on_the_suite(tmp_
 def test_plugin_syntax_error(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import cmbench\n\nx = (\n")
-    refused(cli("suite", "smoke", "--plugin", bad, "--out", tmp_path), "bad.py:3", "syntax error")
+    refused(cli_inproc_result("suite", "smoke", "--plugin", bad, "--out", tmp_path), "bad.py:3", "syntax error")
 
 
 def test_duplicate_component_names_both_plugins(tmp_path, winsorized_file):
     twin = tmp_path / "twin.py"
     twin.write_text(winsorized_file.read_text())
-    refused(cli("plugins", "--plugin", winsorized_file, "--plugin", twin),
+    refused(cli_inproc_result("plugins", "--plugin", winsorized_file, "--plugin", twin),
             "duplicate estimator name 'winsorized-mean'", "winsorized.py", "twin.py")
 
 
-def test_report_command_redraws_from_cubes(tmp_path):
-    assert cli("suite", "smoke", "--out", tmp_path, "--no-report").returncode == 0
+def test_report_command_redraws_from_cubes(smoke_run, tmp_path):
     out = tmp_path / "again.pdf"
-    result = cli("report", tmp_path / "smoke" / "synthetic.nc", "-o", out, "--png", tmp_path / "png",
-                 "--tables", tmp_path / "tables")
+    result = cli_inproc_result("report", smoke_run / "smoke" / "synthetic.nc", "-o", out,
+                               "--png", tmp_path / "png", "--tables", tmp_path / "tables")
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 1000 and list((tmp_path / "png").glob("*.png"))
     assert len(list((tmp_path / "tables").glob("synthetic-*.tex"))) == 4  # ranking, mean error x 2 metrics
-    refused(cli("report", tmp_path / "missing.nc", "-o", out), "missing.nc")
+    refused(cli_inproc_result("report", tmp_path / "missing.nc", "-o", out), "missing.nc")
 
 
-def test_datasets_table(monkeypatch):
-    result = cli("datasets")
+def test_datasets_table():
+    result = cli_inproc_result("datasets")
     assert result.returncode == 0, result.stderr
     assert "synthetic-gaussian" in result.stdout and "1000x16" in result.stdout
     assert "wearable-sensor" in result.stdout

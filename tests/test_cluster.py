@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from conftest import WINSORIZED, assert_same_cube, open_cube
+from conftest import WINSORIZED, assert_same_cube, cli_inproc_result, open_cube
 
 pytest.importorskip("distributed")
 
@@ -149,17 +149,6 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-def client_env(**extra) -> dict:
-    env = dict(os.environ, **extra)
-    env.setdefault("MPLBACKEND", "Agg")
-    return env
-
-
-def cli(args: list, cwd: Path, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cmbench.cli", *args], cwd=cwd, env=client_env(**env),
-                          capture_output=True, text=True, timeout=600)
-
-
 # ------------------------------------------------------------------------ tests
 
 def test_workers_see_none_of_the_clients_folders(cluster):
@@ -190,8 +179,8 @@ def test_smoke_with_a_plugin_file_given_relative_to_the_client(cluster):
     folder = cluster.client_dir / "smoke"
     folder.mkdir()
     (folder / "winsorized.py").write_text(WINSORIZED)
-    done = cli(["suite", "smoke", "--scheduler", cluster.address, "--plugin", "winsorized.py",
-                "--out", "out", "--no-report"], cwd=folder)
+    done = cli_inproc_result("suite", "smoke", "--scheduler", cluster.address, "--plugin", "winsorized.py",
+                             "--out", "out", "--no-report", cwd=folder)
     assert done.returncode == 0, done.stderr + done.stdout
     remote = open_cube(folder / "out" / "smoke" / "synthetic.nc")
     serial = run_suite("smoke", out=folder / "serial", plugins=[str(folder / "winsorized.py")],

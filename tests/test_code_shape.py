@@ -6,6 +6,7 @@ Both are read from the source with `ast`, so that a function added anywhere in
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import cmbench
@@ -20,13 +21,19 @@ MAX_PARAMETERS = 10
 PUBLIC_KEYWORDS = {("__init__.py", "run_suite")}
 
 
-def _modules():
+@functools.cache
+def _modules() -> tuple[tuple[str, ast.Module], ...]:
     """cmbench's own modules: not the built-in plugins (``plugins/`` in a checkout, installed as
-    ``cmbench/builtins``), whose components' parameters are their suite parameters."""
+    ``cmbench/builtins``), whose components' parameters are their suite parameters.
+
+    Parsed once for the tests of this file, which only read the trees.
+    """
+    found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         module = path.relative_to(PACKAGE).as_posix()
         if not module.startswith("builtins/"):
-            yield module, ast.parse(path.read_text(encoding="utf-8"), str(path))
+            found.append((module, ast.parse(path.read_text(encoding="utf-8"), str(path))))
+    return tuple(found)
 
 
 def _parameters(fn: ast.AST) -> int:

@@ -20,8 +20,8 @@ import cmbench
 from cmbench.errors import UserError
 from cmbench.runner import run_suite
 from cmbench.options import RunOptions
-from conftest import (PLUGINS, SHARED_DATA, GOOD, assert_user_error, cli, cli_inproc, copy_plugin, good_suite,
-                      open_cube, write)
+from conftest import (PLUGINS, SHARED_DATA, GOOD, assert_user_error, cli_inproc, cli_inproc_result, copy_plugin,
+                      good_suite, open_cube, write)
 
 
 # ====================================================== bad data (NaN/inf, constant column, N < n, one row)
@@ -60,7 +60,7 @@ BUDGET = 0.25
 
 @pytest.fixture(scope="module")
 def bad_data_run(tmp_path_factory):
-    """One sweep over every awkward data set, through the real CLI."""
+    """One sweep over every awkward data set, through the command line (in-process)."""
     tmp = tmp_path_factory.mktemp("bad-data")
     for name, text in BAD_CSV.items():
         (tmp / name).write_text(text)
@@ -80,7 +80,7 @@ def bad_data_run(tmp_path_factory):
         estimators = ["mean"]
         metrics = ["l2", "mahalanobis"]
     """)
-    result = cli("suite", suite, "--out", tmp / "out", "--no-report")
+    result = cli_inproc_result("suite", suite, "--out", tmp / "out", "--no-report")
     cube = tmp / "out" / "bad" / "e.nc"
     return result, (open_cube(cube) if cube.exists() else None), tmp
 
@@ -209,7 +209,7 @@ def _data_env(tmp_path: Path, data_dir: Path, **extra: str) -> dict:
     return env
 
 
-def test_data_file_with_the_wrong_sha256_exits_2_naming_file_and_digests(tmp_path):
+def test_data_file_with_the_wrong_sha256_exits_2_naming_file_and_digests(tmp_path, monkeypatch):
     declared = b"a,b\n1,2\n3,4\n5,7\n"
     actual = b"a,b\n1,2\n3,4\n5,6\n"  # one byte differs
     table = tmp_path / "data" / "checked" / "table.csv"
@@ -218,9 +218,13 @@ def test_data_file_with_the_wrong_sha256_exits_2_naming_file_and_digests(tmp_pat
     copy_plugin("checked_table.py", tmp_path, "checked.py")
     path = write(tmp_path / "s.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["checked.py"]')
                  .replace('{name = "synthetic-gaussian", N = 60}', '"checked-table"'))
+    for key in [k for k in os.environ if k.startswith("CMBENCH_")]:
+        monkeypatch.delenv(key)
     env = _data_env(tmp_path, tmp_path / "data", CMBENCH_TEST_DIGEST=hashlib.sha256(declared).hexdigest())
-    result = cli("suite", path, "--out", tmp_path / "out", env=env)
-    assert_user_error(result.returncode, result.stderr, str(table), hashlib.sha256(declared).hexdigest(),
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    code, err = cli_inproc("suite", path, "--out", tmp_path / "out")
+    assert_user_error(code, err, str(table), hashlib.sha256(declared).hexdigest(),
                       hashlib.sha256(actual).hexdigest())
     out, cache = tmp_path / "out", tmp_path / "cache"
     assert not out.exists() or not any(out.rglob("*")), "something was written for refused data"

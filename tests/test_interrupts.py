@@ -18,8 +18,8 @@ import pytest
 
 from cmbench.runner import run_suite
 from cmbench.options import RunOptions
-from conftest import (assert_same_cube, assert_user_error, cli_inproc, computed, open_cube, slow_suite,
-                      unit_files)
+from conftest import (assert_same_cube, assert_user_error, cli_inproc, cli_inproc_result, computed, open_cube,
+                      slow_suite, unit_files)
 
 
 # ====================================================== SIGINT (Ctrl-C) during a sweep
@@ -59,18 +59,18 @@ def _check_interrupted(stderr: str, waited: float, returncode: int, out: Path, t
     return kept
 
 
-def test_sigint_stops_within_seconds_keeps_finished_units_and_says_how_to_resume(tmp_path):
+def test_sigint_stops_within_seconds_keeps_finished_units_and_says_how_to_resume(tmp_path, log):
     total = 12
     # 0.3 s a unit leaves ~3 s between the 2nd unit and the end: room for a loaded machine
     suite = slow_suite(tmp_path, delay=0.3, instances=2, budgets="[0.0, 0.05, 0.1, 0.15, 0.2, 0.25]")
-    out, log = tmp_path / "out", tmp_path / "calls.log"
-    env = {**os.environ, "CMBENCH_TEST_LOG": str(log)}
-    command = [sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out), "--no-report"]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = tmp_path / "out"
+    args = ["suite", str(suite), "--out", str(out), "--no-report"]
+    proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     _, stderr, waited = _interrupt_when(proc, out, units=2)
     kept = _check_interrupted(stderr, waited, proc.returncode, out, total)
     log.unlink()
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+    result = cli_inproc_result(*args)  # the same command again, here: the resume is what it checks
     assert result.returncode == 0, result.stderr
     assert computed(log) == total - kept, "a finished unit was recomputed"
     ds = open_cube(out / "slow" / "e.nc")
@@ -155,9 +155,7 @@ def test_a_second_run_is_refused_while_the_first_draws_its_report(tmp_path, monk
     real = report_outputs.write_suite_reports
 
     def drawing(outputs, **kw):  # the first run's report step: a second run starts now
-        second = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out),
-                                 "--no-report"], capture_output=True, text=True, timeout=120)
-        seen.update(code=second.returncode, err=second.stderr)
+        seen["code"], seen["err"] = cli_inproc("suite", suite, "--out", out, "--no-report")
         return real(outputs, **kw)
 
     monkeypatch.setattr(report_outputs, "write_suite_reports", drawing)

@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -22,7 +21,6 @@ from cmbench import pools
 from conftest import GOOD, alive, survivors, write
 
 ROOT = Path(__file__).resolve().parents[1]
-LINUX = sys.platform.startswith("linux")
 needs_proc = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds processes in /proc")
 
 
@@ -76,37 +74,32 @@ def test_the_readme_api_example_runs_in_a_jupyter_kernel(tmp_path):
 
 
 # ------------------------------------------------------------------ warm workers
-TWICE = """
-import os, types, numpy as np, cmbench
-
-def pid_mean(X, *, rng):
-    with open({log!r}, "a") as f:
-        f.write(f"{{os.getpid()}}\\n")
-    return np.nanmean(X, axis=0)
-
-mine = types.SimpleNamespace(register_estimators=lambda: [cmbench.Estimator("pid-mean", pid_mean)])
-suite = {{"name": "twice", "seed": 1, "experiment": [{{
-    "name": "e", "datasets": [{{"name": "synthetic-gaussian", "N": [60, 80]}}], "instances": 2,
-    "adversaries": ["hide-smallest"], "budgets": [0.0, 0.1], "recoverers": ["none"],
-    "estimators": ["mean"]}}]}}
-print(os.getpid())
-for run in range(2):
-    cmbench.run_suite(suite, out="out", workers=2, plugins=[mine], resume=False)
-    with open({log!r}, "a") as f:
-        f.write("--\\n")
-"""
-
-
 def test_a_second_run_suite_in_one_process_starts_no_new_workers(tmp_path):
+    import types
+
+    import numpy as np
+
+    import cmbench
+
     log = tmp_path / "pids.log"
-    script = tmp_path / "twice.py"
-    script.write_text(TWICE.format(log=str(log)))
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(), capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    first, second, _ = log.read_text().split("--\n")
-    first, second = set(first.split()), set(second.split())
-    assert len(second) >= 1 and proc.stdout.split()[0] not in first | second  # computed in workers
+
+    def pid_mean(X, *, rng):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return np.nanmean(X, axis=0)
+
+    mine = types.SimpleNamespace(register_estimators=lambda: [cmbench.Estimator("pid-mean", pid_mean)])
+    suite = {"name": "twice", "seed": 1, "experiment": [{
+        "name": "e", "datasets": [{"name": "synthetic-gaussian", "N": [60, 80]}], "instances": 2,
+        "adversaries": ["hide-smallest"], "budgets": [0.0, 0.1], "recoverers": ["none"],
+        "estimators": ["mean"]}]}  # a plugin given to the run adds its estimator
+    runs = []
+    for _ in range(2):
+        log.unlink(missing_ok=True)
+        cmbench.run_suite(suite, out=tmp_path / "out", workers=2, plugins=[mine], resume=False, report=False)
+        runs.append(set(log.read_text().split()))
+    first, second = runs
+    assert len(second) >= 1 and str(os.getpid()) not in first | second  # computed in workers
     assert second <= first, f"the second run started workers {second - first}"
 
 
@@ -156,32 +149,6 @@ def test_a_call_slot_is_read_back_after_its_writer_is_gone():
     assert not os.path.exists(slot.path)
 
 
-@pytest.mark.skipif(not LINUX, reason="reads /proc")
-def test_a_pool_worker_ends_within_seconds_of_a_sigkilled_parent(tmp_path):
-    # the parent: a script without a main guard, one busy worker, killed while it waits
-    script = tmp_path / "parent.py"
-    script.write_text(textwrap.dedent("""
-        import os, time
-        from cmbench import pools
-
-        def busy(_):
-            print(os.getpid(), flush=True)
-            time.sleep(120)
-
-        pools.shared(1).submit(busy, None)
-        time.sleep(120)
-    """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path)
-    try:
-        worker = int(proc.stdout.readline())
-        proc.kill()
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert not survivors([worker], within=10), f"worker {worker} outlived its killed parent"
-
-
 # ------------------------------------------------------------------ a plugin's non-daemon thread
 THREADER = """
 import threading, time
@@ -216,6 +183,7 @@ import os, time
 import numpy as np, cmbench
 
 def spin():
+    open(os.environ["LOOP_FLAG"], "a").close()  # the phase is reached: the test may send its signal
     while True:  # pure Python: a loop that never gives up
         pass
 
@@ -258,24 +226,55 @@ def _cmbench_children(pid: int) -> list[int]:
     return kids
 
 
-# every phase and signal; two of them in the default selection, the rest with -m slow
-KILLS = [pytest.param(phase, sig, marks=() if (phase, sig) in {("import", signal.SIGTERM), ("sweep", signal.SIGKILL)}
-                      else pytest.mark.slow)
+# The parent of a bare pool, without cmbench's run: a script without a main guard, one busy worker.
+BARE_POOL = """
+import os, time
+from cmbench import pools
+
+def busy(_):
+    open(os.environ["LOOP_FLAG"], "a").close()
+    time.sleep(120)
+
+pools.shared(1).submit(busy, None)
+time.sleep(120)
+"""
+
+
+def _open_files(pid: int) -> set[str]:
+    out = set()
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            out.add(os.path.realpath(os.readlink(fd)))
+        except OSError:
+            continue
+    return out
+
+
+# every phase of a run and signal, and a bare pool's script SIGKILLed; two of them in the default
+# selection (a SIGKILLed parent's pool workers end with it: the sweep's case; SIGTERM's own handling:
+# the import's), the rest with -m slow
+DEFAULT_KILLS = {("import", signal.SIGTERM), ("sweep", signal.SIGKILL)}
+KILLS = [pytest.param(phase, sig, marks=() if (phase, sig) in DEFAULT_KILLS else pytest.mark.slow)
          for phase in ("import", "register", "sweep", "report") for sig in (signal.SIGTERM, signal.SIGKILL)]
 
 
 @needs_proc
-@pytest.mark.parametrize(("phase", "sig"), [*KILLS, pytest.param("import", signal.SIGINT, marks=pytest.mark.slow)],
+@pytest.mark.parametrize(("phase", "sig"), [*KILLS, pytest.param("import", signal.SIGINT, marks=pytest.mark.slow),
+                                            pytest.param("bare-pool", signal.SIGKILL, marks=pytest.mark.slow)],
                          ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
 def test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run(tmp_path, phase, sig):
     marker = f"CMBENCH_TEST_RUN_{uuid.uuid4().hex}"
-    write(tmp_path / "looper.py", LOOPER)
-    path = write(tmp_path / "l.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["looper.py"]')
-                 .replace('"cmedian"]', '"looping-mean"]').replace("instances = 1", "instances = 4"))
-    env = _env(LOOP_PHASE=phase, **{marker: "1"})
+    flag = tmp_path / "reached"
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(out),
-                             "--workers", "2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = _env(LOOP_PHASE=phase, LOOP_FLAG=str(flag), **{marker: "1"})
+    if phase == "bare-pool":
+        command = [sys.executable, str(write(tmp_path / "parent.py", BARE_POOL))]
+    else:
+        write(tmp_path / "looper.py", LOOPER)
+        path = write(tmp_path / "l.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["looper.py"]')
+                     .replace('"cmedian"]', '"looping-mean"]').replace("instances = 1", "instances = 4"))
+        command = [sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(out), "--workers", "2"]
+    proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         # wait until the phase runs in a child of cmbench (or, for the report, the cube is written)
         deadline = time.monotonic() + 120
@@ -283,11 +282,16 @@ def test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run(tmp_path, pha
             if phase == "report":
                 if (out / "r" / "e.nc").exists():
                     break
-            elif _cmbench_children(proc.pid) and time.monotonic() > deadline - 115:
+            elif flag.exists() and _cmbench_children(proc.pid):
                 break
-            time.sleep(0.1)
+            time.sleep(0.05)
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         assert len(_marked(marker)) >= 2  # cmbench and at least one child of the phase
+        if phase == "sweep":  # no worker holds a copy of the run lock: killed, cmbench leaves the folder free
+            lock = os.path.realpath(out / "r" / ".lock")
+            assert lock in _open_files(proc.pid), "the run lock is not where this test looks"
+            holders = [p for p in _marked(marker) if p != proc.pid and lock in _open_files(p)]
+            assert not holders, f"processes {holders} of the run hold the run lock {lock}"
         proc.send_signal(sig)
         code = proc.wait(timeout=30)
     finally:
@@ -308,15 +312,15 @@ def test_sigterm_stops_a_sweep_started_in_the_background_with_sigint_ignored(tmp
     write(tmp_path / "looper.py", LOOPER)
     path = write(tmp_path / "l.toml", GOOD.replace("seed = 3", 'seed = 3\nplugins = ["looper.py"]')
                  .replace('"cmedian"]', '"looping-mean"]').replace("instances = 1", "instances = 4"))
+    flag = tmp_path / "reached"
     proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(tmp_path / "out"),
-                             "--workers", "2"], env=_env(LOOP_PHASE="sweep", **{marker: "1"}),
+                             "--workers", "2"], env=_env(LOOP_PHASE="sweep", LOOP_FLAG=str(flag), **{marker: "1"}),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None and len(_marked(marker)) < 2:
-            time.sleep(0.1)
-        time.sleep(2)  # into the sweep: the looping estimator runs in a worker
+        while time.monotonic() < deadline and proc.poll() is None and not flag.exists():
+            time.sleep(0.05)  # into the sweep: the looping estimator runs in a worker
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=30)

@@ -12,7 +12,7 @@ import pytest
 
 from cmbench.errors import UserError
 from cmbench.options import MAX_WORKERS_PER_CORE, parse_workers, usable_cores
-from conftest import assert_user_error, cli, cli_inproc, good_suite
+from conftest import assert_user_error, cli_inproc, cli_inproc_result, good_suite
 
 
 def test_workers_auto_is_the_usable_cores_and_the_default(monkeypatch):
@@ -47,7 +47,7 @@ def test_more_workers_than_four_per_usable_core_is_one_line(tmp_path):
 
 def test_dry_run_shows_the_size_a_data_set_parameter_gives(tmp_path):
     suite = good_suite(tmp_path, "N = 60", "N = 30000000")
-    proc = cli("suite", suite, "--out", tmp_path / "out", "--dry-run")
+    proc = cli_inproc_result("suite", suite, "--out", tmp_path / "out", "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert "30,000,000 x 16 (3.8 GB per array), from its parameters" in proc.stdout, proc.stdout
 
@@ -65,7 +65,7 @@ def test_the_largest_seed_the_cube_stores_runs(tmp_path):
     import xarray as xr
 
     suite = good_suite(tmp_path, "seed = 3", f"seed = {2 ** 63 - 1}")
-    proc = cli("suite", suite, "--out", tmp_path / "out", "--no-report", "--workers", "1")
+    proc = cli_inproc_result("suite", suite, "--out", tmp_path / "out", "--no-report", "--workers", "1")
     assert proc.returncode == 0, proc.stderr
     with xr.open_dataset(tmp_path / "out" / "r" / "e.nc") as ds:
         assert int(ds.attrs["seed"]) == 2 ** 63 - 1

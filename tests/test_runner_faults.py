@@ -16,7 +16,7 @@ import pytest
 
 from cmbench.runner import run_suite
 from cmbench.options import RunOptions
-from conftest import GOOD, cli, copy_plugin, open_cube, write
+from conftest import GOOD, cli, cli_inproc_result, copy_plugin, open_cube, write
 
 
 # ====================================================== faulty plugins
@@ -41,7 +41,7 @@ def faulty_run(tmp_path_factory):
         estimators = ["mean", "raises", "raises-in-library", "wrong-shape", "returns-nan", "mutates", "hangs"]
     """)
     start = time.monotonic()
-    result = cli("suite", suite, "--out", tmp / "out", "--no-report", "--timeout", TIMEOUT, timeout=120)
+    result = cli_inproc_result("suite", suite, "--out", tmp / "out", "--no-report", "--timeout", TIMEOUT)
     elapsed = time.monotonic() - start
     cube = tmp / "out" / "faulty" / "e.nc"
     return result, (open_cube(cube) if cube.exists() else None), elapsed, tmp / "faulty.py"

@@ -25,7 +25,7 @@ from cmbench.runner import run_suite
 from cmbench.options import RunOptions
 from cmbench.suite import load_suite
 import conftest
-from conftest import PLUGINS, assert_user_error, survivors, write
+from conftest import PLUGINS, assert_user_error, write
 from conftest import cli_inproc as cli
 
 
@@ -359,87 +359,19 @@ def test_scheduler_that_never_answers_exits_2_naming_the_address(tmp_path, out, 
     import socket
 
     path = suite_file(tmp_path)
-    monkeypatch.setenv("CMBENCH_SCHEDULER_TIMEOUT", "2")
+    monkeypatch.setenv("CMBENCH_SCHEDULER_TIMEOUT", "1")
     with socket.socket() as listener:  # accepts connections (the kernel does) and never says a word
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         address = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
         with nothing_written_outside(tmp_path, out):
-            proc = cli_process("suite", path, "--out", out, "--no-report", "--scheduler", address, timeout=60)
-    assert_user_error(proc.returncode, proc.stderr, address, "no answer")
+            code, err = cli("suite", path, "--out", out, "--no-report", "--scheduler", address)
+    assert_user_error(code, err, address, "no answer")
 
 
 # ================================================ workers do not outlive cmbench
-
-SLEEPER = (PLUGINS / "sleeper.py").read_text()
-
-
-def _children(pid: int) -> set[int]:
-    kids = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            kids.add(int(stat.parent.name))
-    return kids
-
-
-def _workers(pid: int) -> set[int]:
-    """The worker processes of the cmbench process ``pid``: its children but the resource tracker."""
-    out = set()
-    for k in _children(pid):
-        try:
-            cmdline = Path(f"/proc/{k}/cmdline").read_text()
-        except OSError:
-            continue
-        if "resource_tracker" not in cmdline:
-            out.add(k)
-    return out
-
-
-def _open_files(pid: int) -> set[str]:
-    out = set()
-    for fd in Path(f"/proc/{pid}/fd").glob("*"):
-        try:
-            out.add(os.path.realpath(os.readlink(fd)))
-        except OSError:
-            continue
-    return out
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-def test_workers_do_not_outlive_a_sigkilled_parent(tmp_path, out):
-    import signal
-    import time
-
-    write(tmp_path / "in" / "sleeper.py", SLEEPER)
-    path = write(tmp_path / "in" / "sleeper.toml", GOOD.replace('seed = 3', 'seed = 3\nplugins = ["sleeper.py"]')
-                 .replace('estimators = ["mean", "cmedian"]', 'estimators = ["sleepy"]')
-                 .replace("instances = 1", "instances = 2"))
-    proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out", str(out),
-                             "--no-report", "--workers", "2"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        workers: set[int] = set()
-        while time.monotonic() < deadline and len(workers) < 2:
-            workers = _workers(proc.pid)
-            time.sleep(0.2)
-        assert workers, "no worker process started"
-        # no worker holds a copy of the run lock: killed, the parent leaves the folder free
-        lock = os.path.realpath(out / "s" / ".lock")
-        assert lock in _open_files(proc.pid), "the run lock is not where this test looks"
-        holders = [w for w in workers if lock in _open_files(w)]
-        assert not holders, f"worker processes {holders} hold the run lock {lock}"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        left = survivors(workers, within=30)
-    assert not left, f"worker processes {left} outlived the killed parent"
+# (a SIGKILLed cmbench leaves no worker running and none holding the run lock:
+# test_pools.py::test_killing_cmbench_in_any_phase_leaves_no_process_of_the_run)
 
 
 # ============================================================ user data files

@@ -1,9 +1,9 @@
 """Suite-file mistakes through the command line: exit 2 and one line naming the file, the key and the fix.
 
-The first test of each kind runs the real CLI in a subprocess
-(``python -m cmbench.cli``); the variations run the same click command
-in-process (``CliRunner``), which is much cheaper than a new interpreter per
-case. The parser's messages themselves are tested in test_suite_file.py.
+The first test runs the real CLI in a subprocess (``python -m cmbench.cli``: its
+exit code and stderr); the others run the same click command in-process
+(``CliRunner``), which is much cheaper than a new interpreter per case. The
+parser's messages themselves are tested in test_suite_file.py.
 """
 from __future__ import annotations
 
@@ -76,25 +76,18 @@ KEY_MISTAKES = [
 ]
 
 
-def assert_refused(tmp_path, old: str, new: str, *needles: str, real_cli: bool = False) -> str:
-    """``GOOD`` with ``old`` replaced by ``new`` is refused naming the file and every needle; nothing is written.
-
-    ``real_cli`` runs ``cmbench suite`` in a new interpreter, else the same click command in-process.
-    """
+def assert_refused(tmp_path, old: str, new: str, *needles: str) -> str:
+    """``GOOD`` with ``old`` replaced by ``new`` is refused naming the file and every needle; nothing is written."""
     path, out = good_suite(tmp_path, old, new), tmp_path / "out"
-    if real_cli:
-        result = cli("suite", path, "--out", out)
-        code, err = result.returncode, result.stderr
-    else:
-        code, err = cli_inproc("suite", path, "--out", out, "--no-report")
+    code, err = cli_inproc("suite", path, "--out", out)
     msg = assert_user_error(code, err, str(path), *needles)
     assert not out.exists()
     return msg
 
 
-def test_suite_key_mistake_exits_2_through_the_real_cli(tmp_path):
+def test_suite_key_mistake_exits_2_saying_unknown_key(tmp_path):
     assert_refused(tmp_path, "instances = 1", "instancs = 1", "'experiment[0].instancs'", "unknown key",
-                   "did you mean 'instances'", real_cli=True)
+                   "did you mean 'instances'")
 
 
 @pytest.mark.parametrize("old, new, needles", KEY_MISTAKES)
@@ -137,9 +130,9 @@ def _check_unknown(msg: str, kind: str, right: str) -> None:
     assert set(valid) <= set(listed), f"valid {kind} missing from: {msg}"
 
 
-def test_unknown_component_exits_2_through_the_real_cli(tmp_path):
+def test_unknown_component_exits_2_naming_its_place_in_the_file(tmp_path):
     msg = assert_refused(tmp_path, '"cmedian"', '"cmedain"', "experiment[0].estimators[1]",
-                         "unknown estimator 'cmedain'", "did you mean 'cmedian'?", real_cli=True)
+                         "unknown estimator 'cmedain'", "did you mean 'cmedian'?")
     _check_unknown(msg, "estimators", "cmedian")
 
 
@@ -181,9 +174,8 @@ GRID_MISTAKES = [
 ]
 
 
-def test_budget_outside_unit_interval_exits_2_through_the_real_cli(tmp_path):
-    assert_refused(tmp_path, 'budgets = [0.0, 0.2]', 'budgets = [0.1, 1.5]', "budgets", "1.5", "outside [0, 1]",
-                   real_cli=True)
+def test_budget_outside_unit_interval_exits_2(tmp_path):
+    assert_refused(tmp_path, 'budgets = [0.0, 0.2]', 'budgets = [0.1, 1.5]', "budgets", "1.5", "outside [0, 1]")
 
 
 @pytest.mark.parametrize("old, new, needles", GRID_MISTAKES)
