@@ -102,7 +102,7 @@ def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stam
     from .render.html import Figures, write_html
     from .render.pagecache import PageCache
 
-    pool = Pool(workers) if workers > 1 else None
+    pool = Pool(workers) if workers > 1 and "pdf" in todo else None
     with pool if pool is not None else contextlib.nullcontext():
         if pool is not None:
             pool.warm()  # its workers import matplotlib while the model is built here
@@ -118,11 +118,10 @@ def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stam
                          title=title, sections=sections)
             stamps.record(todo["pdf"], digest)
             stamps.save()
-        if "html" in todo:  # its own figures (critical-difference diagrams) drawn by the pool too
-            write_html(loaded, todo["html"], title=title, sections=sections, page_cache=cache,
-                       svgs=pool.svgs if pool is not None else None)
-            stamps.record(todo["html"], digest)
-            stamps.save()
+    if "html" in todo:
+        write_html(loaded, todo["html"], title=title, sections=sections, page_cache=cache)
+        stamps.record(todo["html"], digest)
+        stamps.save()
 
 
 def clear(cache: Path) -> int:

@@ -19,7 +19,7 @@ from typing import Callable, Collection, Sequence
 
 from ..layout import Page
 
-__all__ = ["draw_here", "Pool", "draw_document", "svg_of", "svg_drawn", "svgs_here", "POOL_COST"]
+__all__ = ["draw_here", "Pool", "draw_document", "svg_of", "POOL_COST"]
 
 #: Pages to draw, in `Page.cost` units (a page of curves is 1, about 0.25 s), below which a
 #: `Pool` whose workers are not running yet draws here: started for the report alone, they
@@ -69,24 +69,6 @@ def svg_of(fig) -> str:
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     svg = buf.getvalue()
     return svg[svg.index("<svg"):]
-
-
-def svg_drawn(draw: Callable[[], object]) -> str:
-    """The SVG (`svg_of`) of the figure ``draw()`` returns, drawn with the report's rc settings."""
-    import matplotlib
-
-    from ..style import RC
-
-    with matplotlib.rc_context(RC):
-        fig = draw()
-        svg = svg_of(fig)
-    fig.clear()
-    return svg
-
-
-def svgs_here(draws: Sequence[Callable[[], object]]) -> list[str]:
-    """`svg_drawn` of each of ``draws``, in this process."""
-    return [svg_drawn(draw) for draw in draws]
 
 
 def _task(group: Sequence[tuple[int, Page]], svg: Collection[int]) -> tuple[list, set]:
@@ -169,17 +151,6 @@ class Pool(contextlib.AbstractContextManager):
             records, at = _task(g, svg)
             futures.append((g, pool.submit(draw_document, records, meta, None, at)))
         return [_result(g, f.result()) for g, f in futures]
-
-    def svgs(self, draws: Sequence[Callable[[], object]]) -> list[str]:
-        """`svg_drawn` of each of ``draws`` (figures the HTML shows that no PDF page gave, such
-        as its critical-difference diagrams), side by side in the workers when the pool runs
-        and there are two or more; here otherwise (none is started for them)."""
-        from ... import pools
-
-        if len(draws) < 2 or pools.size() == 0:
-            return svgs_here(draws)
-        pool = self._executor()
-        return [f.result() for f in [pool.submit(svg_drawn, draw) for draw in draws]]
 
     def __exit__(self, kind, *exc) -> None:
         if self._pool is not None and kind is not None:

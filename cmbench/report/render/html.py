@@ -39,7 +39,7 @@ from ..load import Cube
 from ..model import Section, report_model
 from ..content.significance import CdPage
 from ..content.tables import fmt_num
-from .drawing import svg_drawn
+from .drawing import svg_of
 from .pagecache import PageCache, record_digest, salt
 from .writing import check_out, write_bytes
 
@@ -76,8 +76,7 @@ code { font-size: 0.95em; }
 def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str | os.PathLike, *,
                title: str | None = None, baseline: str | os.PathLike | xr.Dataset | None = None,
                sections: Sequence[Section] | None = None,
-               page_cache: str | os.PathLike | PageCache | None = None, plugins: Sequence = (),
-               svgs: Callable[[Sequence[Callable]], list[str]] | None = None) -> Path:
+               page_cache: str | os.PathLike | PageCache | None = None, plugins: Sequence = ()) -> Path:
     """Write the interactive HTML report of results cubes.
 
     Parameters
@@ -95,8 +94,6 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     page_cache : a folder of drawn pages and figures (`pagecache`), or that
         cache opened: an SVG figure whose record is found there is taken
         instead of drawn, and the figures drawn now are kept there.
-    svgs : draws the figures the page cache lacks, all at once (`drawing.Pool.svgs`:
-        side by side in a pool's workers); default: each drawn here where it is shown.
 
     Returns
     -------
@@ -112,7 +109,7 @@ def write_html(cubes: Sequence[str | os.PathLike | xr.Dataset | Cube], out: str 
     out = check_out(out, [*cubes, baseline], kind="html")
     if sections is None:
         sections, title = report_model(cubes, baseline, title, plugins)
-    figures = Figures(PageCache.of(page_cache), svgs)
+    figures = Figures(PageCache.of(page_cache))
     write_bytes(out, build_html(sections, title=title, figures=figures).encode("utf-8"))
     if figures.cache is not None:
         figures.cache.save(out.name, figures.used)
@@ -132,7 +129,7 @@ def build_html(sections: Sequence[Section], *, title: str, figures: "Figures | N
     for anchor, section in anchors:
         body.append(render_section(section, anchor, new_id, figures))
     now = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    return figures.resolve("\n".join([
+    return "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
         f"<title>{_e(title)}</title>",
         f'<meta name="generator" content="cmbench {__version__}">',
@@ -141,7 +138,7 @@ def build_html(sections: Sequence[Section], *, title: str, figures: "Figures | N
         f'<script type="text/javascript">{get_plotlyjs()}</script>',
         "</head>", "<body>", *body,
         f'<p class="note">Written {now} by cmbench {__version__}; nothing was rerun.</p>',
-        "</body>", "</html>", ""]))
+        "</body>", "</html>", ""])
 
 
 def render_section(section: Section, anchor: str, new_id: Callable[[str], str], figures: "Figures") -> str:
@@ -315,51 +312,32 @@ def render_svg(page: Page, div: str, figures: "Figures") -> str:
 
 class Figures:
     """The SVG figures of one HTML report: taken from a page cache by record digest, else drawn
-    (and kept there); ``used``: the digests this report holds, for `PageCache.save`.
+    (and kept there); ``used``: the digests this report holds, for `PageCache.save`."""
 
-    ``drawer`` (`drawing.Pool.svgs`): the figures not in the cache are drawn together, once
-    the page is built (`resolve`), rather than each where it is asked for; the page holds a
-    placeholder for each until then.
-    """
-
-    def __init__(self, cache: PageCache | None,
-                 drawer: Callable[[Sequence[Callable]], list[str]] | None = None) -> None:
+    def __init__(self, cache: PageCache | None) -> None:
         self.cache = cache
         self.salt = salt() if cache is not None else ""
         self.used: list[str] = []
-        self.drawer = drawer
-        self._pending: dict[str, tuple[str | None, Callable, str]] = {}  # placeholder -> (digest, draw, prefix)
 
     def svg(self, page: Page, how: str, draw: Callable, prefix: str) -> str:
         """The inline SVG of ``draw()``, a drawing of ``page``'s record (``how`` tells drawings of
         one record apart), its element ids prefixed with ``prefix``."""
         digest = self._digest(page, how)
         svg = self.cache.svg(digest) if digest is not None else None
-        if digest is not None:
-            self.used.append(digest)
-        if svg is not None:
-            return _prefixed(svg, prefix)
-        if self.drawer is not None:
-            token = f"\x00svg {len(self._pending)}\x00"
-            self._pending[token] = (digest, draw, prefix)
-            return token
-        svg = svg_drawn(draw)
-        if digest is not None:
-            self.cache.add_svg(digest, svg)
-        return _prefixed(svg, prefix)
+        if svg is None:
+            import matplotlib
 
-    def resolve(self, text: str) -> str:
-        """``text`` with each placeholder `svg` left replaced by its figure, drawn by ``drawer``."""
-        if not self._pending:
-            return text
-        pending = list(self._pending.items())
-        drawn = self.drawer([draw for _, (_, draw, _) in pending])
-        for (token, (digest, _, prefix)), svg in zip(pending, drawn):
+            from ..style import RC
+
+            with matplotlib.rc_context(RC):
+                fig = draw()
+                svg = svg_of(fig)
+            fig.clear()
             if digest is not None:
                 self.cache.add_svg(digest, svg)
-            text = text.replace(token, _prefixed(svg, prefix))
-        self._pending.clear()
-        return text
+        if digest is not None:
+            self.used.append(digest)
+        return _prefixed(svg, prefix)
 
     def wants(self, page: Page) -> bool:
         """Whether the HTML shows ``page``'s own drawing as SVG (`render_svg`) and the cache lacks it:
