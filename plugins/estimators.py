@@ -699,9 +699,10 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     100 the default is far worse than the reference, with or without subsamples:
     0.459 (0.466) against 0.466 (0.481) on every row, reference 0.096 (0.101).
     The whitening then costs ``O(m n^2)``, ``m`` independent of N: on DKK17's
-    data at d = 200, N = 200,000, the default took 8.8 CPU-s against the
-    faithful filter's 8.7 and 32.0 with its whitening on every row (medians of
-    3 interleaved runs, ``--filter-speed``, on a loaded machine).
+    data the default took 8.8 CPU-s at d = 200, N = 200,000 (the faithful
+    filter 8.7; with the whitening on every row 32.0) and 15.3 CPU-s at
+    d = 400, N = 400,000 (faithful 13.1; every row 124.0): medians of 3
+    interleaved runs (``--filter-speed``) on a loaded machine.
     """
     if not 0.0 < eps < 0.5:
         raise ValueError(f"filter: eps must be in (0, 0.5), got {eps}")
