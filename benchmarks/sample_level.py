@@ -10,11 +10,18 @@ Three modes (none is a test):
     copies of the kept rows, as one would first write it), interleaved, in one
     process; medians of wall and CPU seconds, and the ratio.
 
-``--whitening``
-    The filter's default against its faithful mode and the former whitening
-    (the trimmed covariance's eigenvalues), d = 100, 200, 400, N = 100 d, on
-    DKK17's data and on N(0.5 * 1, I) contamination (the figures in the
-    filter's docstring).
+``--whitening [--dims 100,200,400 --per-dim 100 --seeds 1 --eps 0.1]``
+    The filter's default against its faithful mode, the default with its
+    whitening on every row (before subsamples) and the former whitening (the
+    trimmed covariance's eigenvalues) on DKK17's data and on N(0.5 * 1, I)
+    contamination: excess l2 error, mean (max) over the draws (the figures in
+    the filter's docstring).
+
+``--filter-speed [--dims 200,400 --per-dim 1000 --repeats 3]``
+    The default filter (its whitening on two subsamples), the same with its
+    whitening on every row (as before subsamples) and the faithful filter on
+    DKK17's data, interleaved, in one process: medians of wall and CPU seconds,
+    the ratio default / faithful, and each one's excess l2 error.
 
 ``--table SUITE.toml``
     A quick sample-level suite's estimators run directly on its data (the
@@ -28,6 +35,7 @@ Usage: ``.venv/bin/python benchmarks/sample_level.py --timing``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import statistics
 import sys
@@ -178,35 +186,86 @@ def timing(d, per_dim, repeats):
         print(f"{name:32s} {wo:8.2f} / {co:6.2f} {wp:8.2f} / {cp:6.2f} {wo / wp:6.2f}  {diff:.2e}", flush=True)
 
 
-def eigenvalue_whitening(Y, eps):
+def eigenvalue_whitening(Y, eps, rng=None):
     """The filter's former whitening: the trimmed covariance's own eigenvalues as variances."""
     from cmbench.builtins import estimators
 
     center, cov = estimators._robust_covariance(Y, keep=1.0 - min(2.0 * eps, 0.5))
     w, V = np.linalg.eigh(cov)
     if not w.max() > 0.0:
-        return None
+        return center, None
     return center, V / np.sqrt(np.maximum(w, w.max() * 1e-12))
 
 
-def whitening():
+@contextlib.contextmanager
+def whitening_on_every_row():
+    """The default filter as it was before its whitening read subsamples (bit for bit: no
+    subsample is drawn when `_whitening_rows` gives every row)."""
     from cmbench.builtins import estimators
 
+    before = estimators.WHITEN_MIN_ROWS
+    estimators.WHITEN_MIN_ROWS = sys.maxsize
+    try:
+        yield
+    finally:
+        estimators.WHITEN_MIN_ROWS = before
+
+
+def whitening(dims, per_dim, seeds, eps):
+    from cmbench.builtins import estimators
+
+    print(f"excess l2 error at eps = {eps}, N = {per_dim} d" + (
+        f"; mean (max) over {seeds} draws" if seeds > 1 else "; one draw"))
     for label, comps, mean in (("DKK17 noise", None, 1.0),
                                ("N(0.5 * 1, I)", [{"kind": "gaussian", "shift": 0.5, "sd": 1.0}], 0.0)):
-        for d in (100, 200, 400):
-            data, Xc, s = dkk17_data(d, 100, seed=d, components=comps, mean=mean)
-            ex = lambda m: float(np.linalg.norm(m - data.mean)) - s  # noqa: E731
-            row = {"default": ex(estimator("filter", eps=0.1)(Xc)),
-                   "reference": ex(estimator("filter", eps=0.1, whiten=False, rule="reference")(Xc)),
-                   "noisy mean": ex(Xc.mean(axis=0))}
-            mad = estimators._spectral_whitening
-            estimators._spectral_whitening = eigenvalue_whitening
-            try:
-                row["eigenvalue whitening"] = ex(estimator("filter", eps=0.1)(Xc))
-            finally:
-                estimators._spectral_whitening = mad
-            print(f"{label}, d = {d}: " + ", ".join(f"{k} {v:.4f}" for k, v in row.items()), flush=True)
+        for d in dims:
+            rows = {}
+            for seed in range(d, d + seeds):  # one draw: seed d, as before --seeds
+                data, Xc, s = dkk17_data(d, per_dim, seed=seed, eps=eps, components=comps, mean=mean)
+                ex = lambda m: float(np.linalg.norm(m - data.mean)) - s  # noqa: E731
+                default = estimator("filter", eps=eps)
+                row = {"default": ex(default(Xc, np.random.default_rng(seed))),
+                       "reference": ex(estimator("filter", eps=eps, whiten=False, rule="reference")(Xc)),
+                       "noisy mean": ex(Xc.mean(axis=0))}
+                with whitening_on_every_row():
+                    row["every row"] = ex(default(Xc, np.random.default_rng(seed)))
+                mad = estimators._spectral_whitening
+                estimators._spectral_whitening = eigenvalue_whitening
+                try:
+                    row["eigenvalue whitening"] = ex(default(Xc))
+                finally:
+                    estimators._spectral_whitening = mad
+                for k, v in row.items():
+                    rows.setdefault(k, []).append(v)
+            shown = (f"{np.mean(v):.4f}" + (f" ({np.max(v):.4f})" if seeds > 1 else "") for v in rows.values())
+            print(f"{label}, d = {d}: " + ", ".join(f"{k} {v}" for k, v in zip(rows, shown)), flush=True)
+
+
+def filter_speed(dims, per_dim, repeats):
+    eps = 0.1
+    default, faithful = estimator("filter", eps=eps), estimator("filter", eps=eps, whiten=False, rule="reference")
+    print(f"DKK17's data, eps = {eps}; medians of {repeats} interleaved runs (wall s / CPU s of this process)")
+    print(f"{'d':>4s} {'N':>9s} {'default':>15s} {'every row':>15s} {'faithful':>15s} "
+          f"{'ratio default':>14s} {'ratio every row':>16s}  excess error (default, every row, faithful)")
+    for d in dims:
+        data, X, s = dkk17_data(d, per_dim)
+        runs = {"default": [], "every row": [], "faithful": []}
+        err = {}
+        default(X[:2000]), faithful(X[:2000])  # imports (scipy) and first calls outside the timings
+        for r in range(repeats):
+            for name in runs:
+                with whitening_on_every_row() if name == "every row" else contextlib.nullcontext():
+                    est = faithful if name == "faithful" else default
+                    mu, w, c = timed(lambda: est(X, np.random.default_rng(r)))
+                runs[name].append((w, c))
+                err[name] = float(np.linalg.norm(mu - data.mean)) - s
+        med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
+        cell = {k: f"{w:7.2f} / {c:5.2f}" for k, (w, c) in med.items()}
+        f_w, f_c = med["faithful"]
+        ratio = {k: f"{med[k][0] / f_w:.2f} / {med[k][1] / f_c:.2f}" for k in ("default", "every row")}
+        print(f"{d:4d} {X.shape[0]:9,d} {cell['default']:>15s} {cell['every row']:>15s} {cell['faithful']:>15s} "
+              f"{ratio['default']:>14s} {ratio['every row']:>16s}  "
+              + ", ".join(f"{err[k]:.4f}" for k in runs), flush=True)
 
 
 def table(path):
@@ -259,15 +318,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timing", action="store_true")
     ap.add_argument("--whitening", action="store_true")
+    ap.add_argument("--filter-speed", action="store_true")
+    ap.add_argument("--dims", help="dimensions (--whitening: 100,200,400; --filter-speed: 200,400)")
+    ap.add_argument("--seeds", type=int, default=1, help="--whitening's draws per dimension")
+    ap.add_argument("--eps", type=float, default=0.1, help="--whitening's contamination")
     ap.add_argument("--table", metavar="SUITE")
     ap.add_argument("--d", type=int, default=400)
-    ap.add_argument("--per-dim", type=int, default=1000)
+    ap.add_argument("--per-dim", type=int, help="rows per dimension (--whitening: 100; else 1000)")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
+    dims = lambda default: [int(x) for x in (args.dims or default).split(",")]  # noqa: E731
     if args.timing:
-        timing(args.d, args.per_dim, args.repeats)
+        timing(args.d, args.per_dim or 1000, args.repeats)
     if args.whitening:
-        whitening()
+        whitening(dims("100,200,400"), args.per_dim or 100, args.seeds, args.eps)
+    if args.filter_speed:
+        filter_speed(dims("200,400"), args.per_dim or 1000, args.repeats)
     if args.table:
         table(args.table)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cmbench
-from cmbench.builtins import sample_estimators
+from cmbench.builtins import estimators, sample_estimators
 
 DKK17_POINT = np.array([12.0, -2.0])
 
@@ -208,10 +208,13 @@ def test_median_of_means_resists_a_far_cluster(registry, median):
 # ----------------------------------------- filter default against the reference
 
 
+# 50 rows per dimension: the whitening reads every row; 120: subsamples of 5000 and 7000 rows
+@pytest.mark.parametrize("per_dim", [50, 120])
 @pytest.mark.parametrize("noise", ["dkk17", "shift"])
-def test_default_filter_within_twice_the_reference_filter(registry, noise):
+def test_default_filter_within_twice_the_reference_filter(registry, noise, per_dim):
     d = 100  # below, the default is weaker: the filter's docstring
-    data = gaussian(registry, seed=7, d=d, samples_per_dim=50, mean=1.0 if noise == "dkk17" else 0.0)
+    data = gaussian(registry, seed=7, d=d, samples_per_dim=per_dim, mean=1.0 if noise == "dkk17" else 0.0)
+    assert (estimators._whitening_rows(d * per_dim, d)[0] < d * per_dim) == (per_dim == 120)
     comps = ({} if noise == "dkk17" else
              {"components": [{"kind": "gaussian", "shift": 0.5, "sd": 1.0}]})
     Xc = mixture(registry, data.X, 0.1, **comps)
@@ -226,6 +229,66 @@ def test_default_filter_within_twice_the_reference_filter(registry, noise):
     noisy = np.linalg.norm(Xc.mean(axis=0) - data.mean) - sampling
     assert ref < noisy / 5  # the reference does filter here
     assert ours <= 2 * max(ref, 0.0) + 1e-3, (ours, ref)
+
+
+class RowReads(np.ndarray):
+    """A float array recording which of its rows are read: the rows an index selects, every
+    row when a ufunc or a NumPy function takes the whole array (or a view of it)."""
+
+    def __new__(cls, X):
+        obj = np.asarray(X, dtype=float).view(cls)
+        obj.read = np.zeros(X.shape[0], dtype=bool)
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.read = getattr(obj, "read", None)  # a view shares its base's record
+
+    def __getitem__(self, key):
+        self.read[key[0] if isinstance(key, tuple) else key] = True
+        return np.asarray(super().__getitem__(key))
+
+    @staticmethod
+    def _plain(args):
+        for a in args:
+            if isinstance(a, RowReads):
+                a.read[:] = True
+        return tuple(np.asarray(a) if isinstance(a, RowReads) else a for a in args)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return getattr(ufunc, method)(*self._plain(inputs), **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*self._plain(args), **kwargs)
+
+
+def test_row_reads_records_indexing_and_whole_array_use():
+    Y = RowReads(np.arange(12.0).reshape(6, 2))
+    Y[np.array([4, 1])].sum()
+    Y[2:3, :1].copy()
+    assert np.flatnonzero(Y.read).tolist() == [1, 2, 4]
+    np.median(Y, axis=0)
+    assert Y.read.all()
+    Z = RowReads(np.ones((4, 2)))
+    assert (Z.T @ np.ones(4)).tolist() == [4.0, 4.0] and Z.read.all()
+
+
+def test_filter_whitening_reads_two_subsamples_of_many_rows():
+    N, n = 40_000, 5
+    m, k = estimators._whitening_rows(N, n)
+    assert (m, k) == (5000, 20_000)
+    assert estimators._whitening_rows(10_000, n) == (10_000, 10_000)  # few rows: all of them, in both
+    Y = RowReads(np.random.default_rng(0).standard_normal((N, n)))
+    center, W = estimators._spectral_whitening(Y, 0.1, np.random.default_rng(1))
+    assert Y.read.sum() == m + k
+    # the subsamples are the rng's: another seed reads other rows, the same seed the same
+    again = RowReads(np.asarray(Y))
+    estimators._spectral_whitening(again, 0.1, np.random.default_rng(1))
+    other = RowReads(np.asarray(Y))
+    estimators._spectral_whitening(other, 0.1, np.random.default_rng(2))
+    assert (again.read == Y.read).all() and not (other.read == Y.read).all()
+    # and the whitening is one: unit variances along every direction of the inliers
+    np.testing.assert_allclose(np.linalg.svd(W, compute_uv=False), 1.0, atol=0.1)
+    assert np.abs(center).max() < 0.1
 
 
 # --------------------------------------------------------------- excess-l2
