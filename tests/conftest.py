@@ -245,14 +245,3 @@ def cli_inproc_result(*args, cwd: Path | None = None) -> subprocess.CompletedPro
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
-
-
-# ---- tsuites fixtures
-def cli_output(*args) -> tuple[int, str, str]:
-    """The click command in-process, as `cli_inproc`, with what it printed: (exit code, stdout, stderr)."""
-    from cmbench.cli import main
-
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception  # an unhandled exception would be a traceback on the real CLI
-    return result.exit_code, result.stdout, result.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_output
+from conftest import cli_inproc_result
 
 SUITES = Path(__file__).parent.parent / "suites"
 CLAIMS = ("spectral-near-inliers", "sample-mean-far", "subtractive-no-gain")
@@ -27,8 +27,9 @@ def _cmbench(*args, cwd):
 
 
 def test_the_full_suite_dry_run_shows_every_family_panel_and_its_size(tmp_path):
-    code, stdout, stderr = cli_output("suite", SUITES / "ap25.toml", "--dry-run", "--out", tmp_path)
-    assert code == 0, stderr
+    done = cli_inproc_result("suite", SUITES / "ap25.toml", "--dry-run", "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    stdout = done.stdout
     families = ("identity", "spherical", "diagonal", "student-t", "laplace", "poisson", "mixture")
     for family in families:
         for panel in ("n", "n-small", "d", "eta"):
@@ -79,11 +80,12 @@ def test_the_quick_suite_at_small_size_runs_prints_its_claims_and_draws_its_curv
     suite = tmp_path / "ap25-quick.toml"
     suite.write_text(_small((SUITES / "ap25-quick.toml").read_text()))
     out = tmp_path / "out"
-    code, stdout, stderr = cli_output("suite", suite, "--out", out, "--workers", "1", "--no-report")
-    assert code == 0, stderr
+    done = cli_inproc_result("suite", suite, "--out", out, "--workers", "1", "--no-report")
+    assert done.returncode == 0, done.stderr
+    stdout = done.stdout
     cubes = sorted((out / "ap25-quick").glob("*.nc"))
-    code, _, stderr = cli_output("report", *cubes, "-o", out / "ap25-quick.html")  # the HTML: the PDF's model
-    assert code == 0, stderr
+    drawn = cli_inproc_result("report", *cubes, "-o", out / "ap25-quick.html")  # the HTML: the PDF's model
+    assert drawn.returncode == 0, drawn.stderr
     # at a few rows, whether the claims hold is not the question: that each is judged on values
     _curves_and_claims(stdout, out, verdicts=("holds", "fails", "holds up to"))
     for claim in CLAIMS:

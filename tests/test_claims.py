@@ -10,7 +10,7 @@ import xarray as xr
 from cmbench import verdicts as claims
 from cmbench.errors import SuiteError
 from cmbench.suite import load_suite
-from conftest import cli_output
+from conftest import cli_inproc_result
 
 BUDGETS = (0.0, 0.1, 0.2, 0.3)
 METHODS = {"Mean": ["none", "mean"], "Median": ["none", "cmedian"], "TSM": ["ithsvd", "mean"],
@@ -199,8 +199,9 @@ def test_claim_mistakes_name_file_and_key(write_suite, change, key, match):
 
 def test_run_records_claims_and_convergence_and_the_cli_prints_verdicts(write_suite, tmp_path):
     path = write_suite(SUITE)
-    code, out, stderr = cli_output("suite", path, "--out", tmp_path / "out", "--no-report", "--workers", "1")
-    assert code == 0, stderr
+    result = cli_inproc_result("suite", path, "--out", tmp_path / "out", "--no-report", "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
     assert "Claims:" not in out and "The paper's claims:" in out
     rows = [line for line in out.splitlines() if line.startswith("e (")]
     assert len(rows) == 2 and rows[0].startswith("e (d)") and rows[1].startswith("e (e)")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import cmbench
-from conftest import cli_output
+from conftest import cli_inproc_result
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
 FILES = ("student_t.py", "hide_largest.py", "linf.py")
@@ -49,14 +49,13 @@ def test_each_worked_plugin_is_one_file_with_one_hook(saved):
                      "linf.py": ["register_metrics"]}
 
 
-def test_the_worked_plugins_pass_cmbench_check(saved, monkeypatch):
+def test_the_worked_plugins_pass_cmbench_check(saved):
     """The command the page gives, as a user types it in the plugins' folder."""
-    monkeypatch.chdir(saved)
-    code, stdout, stderr = cli_output("check", *(f"--plugin={f}" for f in FILES))
-    assert code == 0, stdout + stderr
-    assert re.search(r"3 components, (\d+) checks: \1 passed, 0 failed", stdout), stdout
+    run = cli_inproc_result("check", *(f"--plugin={f}" for f in FILES), cwd=saved)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"3 components, (\d+) checks: \1 passed, 0 failed", run.stdout), run.stdout
     for name in ("dataset heavy-t", "adversary hide-largest", "metric linf"):
-        assert f"PASS {name}:" in stdout, name
+        assert f"PASS {name}:" in run.stdout, name
 
 
 def test_hide_largest_hides_the_largest_values_of_each_column(saved):

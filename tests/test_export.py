@@ -8,7 +8,7 @@ import cmbench
 from cmbench import cube as cubes
 from cmbench.errors import UserError
 from cmbench.export import export, frames
-from conftest import assert_user_error, cli_output
+from conftest import assert_user_error, cli_inproc_result
 
 
 @pytest.fixture
@@ -79,13 +79,13 @@ def test_experiments_concatenate_and_suites_get_a_column(smoke_cube):
 
 def test_cli_export_and_its_errors(smoke_run, tmp_path):
     nc = smoke_run / "smoke" / "synthetic.nc"
-    code, stdout, stderr = cli_output("export", nc, "-o", tmp_path / "cells.csv")
-    assert code == 0, stderr
-    assert "32 rows" in stdout and (tmp_path / "cells.csv").is_file()
+    result = cli_inproc_result("export", nc, "-o", tmp_path / "cells.csv")
+    assert result.returncode == 0, result.stderr
+    assert "32 rows" in result.stdout and (tmp_path / "cells.csv").is_file()
     for args, fragment in (((nc, "-o", tmp_path / "cells.xlsx"), "'.xlsx'"),
                            ((tmp_path / "nope.nc", "-o", tmp_path / "x.csv"), "nope.nc")):
-        code, _, stderr = cli_output("export", *args)
-        assert_user_error(code, stderr, fragment)
+        bad = cli_inproc_result("export", *args)
+        assert_user_error(bad.returncode, bad.stderr, fragment)
     assert not list(tmp_path.glob("*.part")) and not (tmp_path / "x.csv").exists()
     with pytest.raises(UserError, match="no results cube"):
         frames([])

@@ -7,7 +7,7 @@ import pytest
 from cmbench import cube as cubes
 from cmbench.report.content.summary import summary_lines
 from cmbench.runner.units import RECOVERED_TOLERANCE, recovery_fractions
-from conftest import cli_output
+from conftest import cli_inproc_result
 from helpers import pdf_pages_text, squash
 
 
@@ -81,9 +81,10 @@ def test_summary_ranks_as_the_reports_and_shows_every_method_up_to_twelve(smoke_
 
 
 def test_suite_prints_the_summary(tmp_path, winsorized_file):
-    code, out, stderr = cli_output("suite", "smoke", "--out", tmp_path / "out", "--plugin", winsorized_file,
-                                   "--no-report", "--workers", "1")
-    assert code == 0, stderr
+    result = cli_inproc_result("suite", "smoke", "--out", tmp_path / "out", "--plugin", winsorized_file,
+                               "--no-report", "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
     assert "synthetic: methods by l2 error, ranked by average rank" in out
     ranked = [ln.split() for ln in out.splitlines() if ln.strip()[:1].isdigit() and ". " in ln]
     assert [r[0] for r in ranked][:3] == ["1.", "2.", "3."]
