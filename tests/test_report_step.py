@@ -91,7 +91,7 @@ def test_a_pool_hands_its_figures_to_the_html(tmp_path, monkeypatch):
     drawn_here = []
     original = drawing.svg_of  # every SVG drawn in this process: the pool's workers are others
     monkeypatch.setattr(drawing, "svg_of", lambda fig: drawn_here.append(fig) or original(fig))
-    ds = make_cube(metrics=("l2",))  # one metric: a shorter report, the same steps
+    ds = make_cube()  # two metrics: two CD diagrams, drawn side by side
     ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
     outputs = _outputs(tmp_path, ds)
     pdf, html = write_suite_reports(outputs, workers=2)
