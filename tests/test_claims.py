@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ import xarray as xr
 from cmbench import verdicts as claims
 from cmbench.errors import SuiteError
 from cmbench.suite import load_suite
+from conftest import cli_inproc_result
 
 BUDGETS = (0.0, 0.1, 0.2, 0.3)
 METHODS = {"Mean": ["none", "mean"], "Median": ["none", "cmedian"], "TSM": ["ithsvd", "mean"],
@@ -200,9 +199,7 @@ def test_claim_mistakes_name_file_and_key(write_suite, change, key, match):
 
 def test_run_records_claims_and_convergence_and_the_cli_prints_verdicts(write_suite, tmp_path):
     path = write_suite(SUITE)
-    result = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", str(path), "--out",
-                             str(tmp_path / "out"), "--no-report"],
-                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    result = cli_inproc_result("suite", path, "--out", tmp_path / "out", "--no-report", "--workers", "1")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Claims:" not in out and "The paper's claims:" in out

@@ -1,7 +1,4 @@
 """The tidy long table: one row per cell, every variable a column, Parquet and CSV."""
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,11 +8,7 @@ import cmbench
 from cmbench import cube as cubes
 from cmbench.errors import UserError
 from cmbench.export import export, frames
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, args)], capture_output=True,
-                          text=True, timeout=120)
+from conftest import assert_user_error, cli_inproc_result
 
 
 @pytest.fixture
@@ -86,14 +79,13 @@ def test_experiments_concatenate_and_suites_get_a_column(smoke_cube):
 
 def test_cli_export_and_its_errors(smoke_run, tmp_path):
     nc = smoke_run / "smoke" / "synthetic.nc"
-    result = cli("export", nc, "-o", tmp_path / "cells.csv")
+    result = cli_inproc_result("export", nc, "-o", tmp_path / "cells.csv")
     assert result.returncode == 0, result.stderr
     assert "32 rows" in result.stdout and (tmp_path / "cells.csv").is_file()
     for args, fragment in (((nc, "-o", tmp_path / "cells.xlsx"), "'.xlsx'"),
                            ((tmp_path / "nope.nc", "-o", tmp_path / "x.csv"), "nope.nc")):
-        bad = cli("export", *args)
-        assert bad.returncode == 2 and "Traceback" not in bad.stderr
-        assert bad.stderr.startswith("cmbench: error:") and fragment in bad.stderr, bad.stderr
+        bad = cli_inproc_result("export", *args)
+        assert_user_error(bad.returncode, bad.stderr, fragment)
     assert not list(tmp_path.glob("*.part")) and not (tmp_path / "x.csv").exists()
     with pytest.raises(UserError, match="no results cube"):
         frames([])

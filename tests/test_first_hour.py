@@ -487,11 +487,12 @@ def test_every_skip_says_why_and_pytest_prints_it():
 
     config = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert "-rs" in config["addopts"].split()  # the summary lists each skip's reason
-    bare = [f"{path.name}:{node.lineno}: {what}" for path in sorted(TESTS.glob("test_*.py"))
-            for node, what in _skip_calls(ast.parse(path.read_text()))]
+    trees = {path: ast.parse(path.read_text()) for path in sorted(TESTS.glob("test_*.py"))}  # parsed once
+    bare = [f"{path.name}:{node.lineno}: {what}" for path, tree in trees.items()
+            for node, what in _skip_calls(tree)]
     assert not bare, bare
-    reasons = [node.value for path in sorted(TESTS.glob("test_*.py"))
-               for call in ast.walk(ast.parse(path.read_text())) if isinstance(call, ast.Call)
+    reasons = [node.value for tree in trees.values()
+               for call in ast.walk(tree) if isinstance(call, ast.Call)
                for node in [*call.args, *(k.value for k in call.keywords if k.arg == "reason")]
                if isinstance(node, ast.Constant) and isinstance(node.value, str)
                and isinstance(call.func, ast.Attribute) and call.func.attr in ("skip", "skipif")]

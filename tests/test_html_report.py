@@ -2,12 +2,11 @@
 import json
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from cmbench.report.render.html import write_html
+from conftest import assert_user_error, cli_inproc
 from helpers import make_cube, pdf_pages_text, set_cells, squash
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -30,13 +29,13 @@ def test_self_contained_and_same_sections(tmp_path):
 
 
 def test_report_command_writes_html(smoke_run, tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "cmbench.cli", *map(str, a)],  # noqa: E731
-                                    capture_output=True, text=True, timeout=120)
-    result = run("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r.html")
-    assert result.returncode == 0, result.stderr
+    code, stderr = cli_inproc("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r.html")
+    assert code == 0, stderr
     assert (tmp_path / "r.html").stat().st_size > 1_000_000  # plotly inlined
-    bad = run("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r2.html", "--png", tmp_path)
-    assert bad.returncode == 2 and bad.stderr.startswith("cmbench: error:") and "--png" in bad.stderr
+    code, stderr = cli_inproc("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r2.html",
+                              "--png", tmp_path)
+    assert_user_error(code, stderr, "--png")
+    assert not (tmp_path / "r2.html").exists()
     assert (smoke_run / "smoke.html").is_file()  # cmbench suite writes it beside the PDF
 
 

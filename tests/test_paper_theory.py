@@ -69,7 +69,7 @@ def test_dis_compare_page_in_a_report_that_names_it(tmp_path):
 
     from cmbench.report import write_report
 
-    ds = make_cube(instances=2)
+    ds = make_cube(instances=2, datasets=("gaussian",), metrics=("l2",))  # a short report around the figure
     ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
     pages = pdf_pages_text(write_report([ds, ds.assign_attrs(experiment="other")], tmp_path / "r.pdf"))
     hits = [p for p in pages if squash("Figure fig:disCompare") in squash(p)]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ from cmbench.report.model import build_report
 from cmbench.report.render.html import Figures, render_curves
 from cmbench.suite import load_suite
 from test_params_as_data import suite_text
+from conftest import cli_inproc
 from helpers import make_cube, pdf_pages_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -241,10 +240,8 @@ def test_a_one_budget_suite_has_no_by_budget_runtime_panel_and_one_panel_fills_t
 def test_report_tables_csvs_load_with_pandas_as_numbers(tmp_path):
     ds = make_cube(instances=2, datasets=("gaussian",), budgets=(0.1, 0.2), metrics=("l2",))
     ds.to_netcdf(tmp_path / "c.nc")
-    result = subprocess.run([sys.executable, "-m", "cmbench.cli", "report", str(tmp_path / "c.nc"), "-o",
-                             str(tmp_path / "r.pdf"), "--tables", str(tmp_path / "t")],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
+    code, stderr = cli_inproc("report", tmp_path / "c.nc", "-o", tmp_path / "r.pdf", "--tables", tmp_path / "t")
+    assert code == 0, stderr
     ranking = pd.read_csv(tmp_path / "t" / "synthetic-ranking-l2.csv")
     means = pd.read_csv(tmp_path / "t" / "synthetic-mean-error-l2.csv")
     for frame, numeric in ((ranking, ("mean_error", "mean_rank", "cells", "total_cells")),

@@ -1,5 +1,4 @@
 """Recovery quality, provenance of the environment, and the end-of-suite summary."""
-import subprocess
 import sys
 
 import numpy as np
@@ -8,6 +7,7 @@ import pytest
 from cmbench import cube as cubes
 from cmbench.report.content.summary import summary_lines
 from cmbench.runner.units import RECOVERED_TOLERANCE, recovery_fractions
+from conftest import cli_inproc_result
 from helpers import pdf_pages_text, squash
 
 
@@ -81,9 +81,8 @@ def test_summary_ranks_as_the_reports_and_shows_every_method_up_to_twelve(smoke_
 
 
 def test_suite_prints_the_summary(tmp_path, winsorized_file):
-    result = subprocess.run([sys.executable, "-m", "cmbench.cli", "suite", "smoke", "--out", tmp_path / "out",
-                             "--plugin", winsorized_file, "--no-report"],
-                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    result = cli_inproc_result("suite", "smoke", "--out", tmp_path / "out", "--plugin", winsorized_file,
+                               "--no-report", "--workers", "1")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "synthetic: methods by l2 error, ranked by average rank" in out

@@ -2,6 +2,7 @@
 `bound` claim they use."""
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,59 @@ def test_suites_are_valid_apart_from_the_pending_contracts(name, tmp_path):
         assert kinds == {"beats", "bound", "same"}
 
 
+def shrunk(name: str, dims: list[int], samples_per_dim: int) -> dict:
+    """The shipped suite ``name`` as a dict, its experiments shrunk: the dimensions ``dims`` in place
+    of the file's (the claims' data-set labels renamed with them), ``samples_per_dim`` rows per
+    dimension, one instance; every estimator, adversary, budget, metric and claim kept."""
+    suite = tomllib.loads((SUITES / f"{name}.toml").read_text())
+    for exp in suite["experiment"]:
+        (data,) = exp["datasets"]
+        renamed = {f"{data['label']}.d_{a}": f"{data['label']}.d_{b}" for a, b in zip(data["d"], dims)}
+        assert len(renamed) == len(data["d"]), "one new dimension per dimension of the file"
+        data.update(d=dims, samples_per_dim=samples_per_dim)
+        exp["instances"] = 1
+        for claim in exp.get("claim", []):
+            if "datasets" in claim:
+                claim["datasets"] = [renamed[label] for label in claim["datasets"]]
+    return suite
+
+
+@pytest.mark.parametrize("name, dims", [("dkk17-quick", [10, 20, 30, 40]), ("gao19-quick", [10, 20])])
+def test_quick_suite_at_small_size_runs_evaluates_its_claims_and_builds_its_pages(name, dims, tmp_path):
+    """The quick suite's file, shrunk: the run records what its claims and pages need, every claim
+    gets a verdict from cells with values (whether it holds at this size is the slow test's), and
+    the report's model has the curves against d and every claim on its claims page."""
+    from cmbench.report.load import load_cubes
+    from cmbench.report.model import build_report
+
+    _load(name)
+    cubes = cmbench.run_suite(shrunk(name, dims, samples_per_dim=50), out=tmp_path, progress=False)
+    suite_claims = [c for exp in tomllib.loads((SUITES / f"{name}.toml").read_text())["experiment"]
+                    for c in exp.get("claim", [])]
+    verdicts = []
+    for exp, ds in cubes.items():
+        assert (ds["status"] == "ok").all(), (exp, np.unique(ds["error"].values))
+        assert "inlier_l2" in ds, "the runner records the untouched rows' error"
+        assert np.isfinite(ds["inlier_l2"]).all()
+        assert ds.attrs.get("report_x") == "dataset.d"
+        assert [int(v) for v in ds["dataset_d"].values] == dims
+        verdicts += claims.evaluate_cube(ds)
+    assert [v.claim["id"] for v in verdicts] == [c["id"] for c in suite_claims]
+    for v in verdicts:
+        assert v.compared > 0 and v.verdict != "no data", (v.claim["id"], v.verdict)
+    sections = build_report(load_cubes(list(cubes.values())), title=name)
+    titles = {s.title: s for s in sections}
+    for exp in cubes:
+        curves = titles[f"{exp}: error versus d"]
+        assert curves.pages and all(type(p.record).__name__ == "CurvePage" for p in curves.pages), exp
+    (claims_section,) = [s for s in sections if s.kind == "claims"]
+    lines = [op[3] for p in claims_section.pages for op in p.record.ops if op[0] == "text"]
+    for v in verdicts:  # each claim, whole on a line, with its verdict
+        assert any(v.claim["id"] in line for line in lines), v.claim["id"]
+        assert any(v.verdict.split()[0] in line for line in lines), v.verdict  # a long one wraps
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dkk17-quick", "gao19-quick"])
 def test_quick_suite_runs_and_its_claims_hold(name, tmp_path):
     _load(name)
