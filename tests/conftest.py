@@ -13,11 +13,22 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
-import pytest
-import xarray as xr
-from click.testing import CliRunner
-from hypothesis import settings
+# One BLAS thread in every test process and the processes it starts: the test run has a
+# process per core (pytest-xdist), and BLAS threads spinning beside another test process
+# cost more than they give (the default filter on 2000 x 40 rows: 0.09 s on one thread,
+# 1-3 s on two beside another test). Set before NumPy loads its BLAS; the runner itself
+# limits its units to one thread either way.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import xarray as xr  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from hypothesis import settings  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+threadpool_limits(1)  # a BLAS loaded before this file (by a pytest plugin) is held to one thread too
 
 # Subprocesses run `python -m cmbench.cli` from the repo root; without this the
 # source folder cmbench/ (whose plugins/ ships as cmbench.builtins only once

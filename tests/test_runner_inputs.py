@@ -160,8 +160,9 @@ def test_the_data_memo_is_capped_in_bytes_and_drops_the_least_recently_used():
 
 
 def test_a_data_set_sized_by_its_parameters_is_described_without_a_load_before_the_sweep(suite, tmp_path, log):
-    cube = cmbench.run_suite(suite(), out=tmp_path / "out")["e"]
-    # one load per instance, by the process that computes its units; none to describe it
+    # one process computes every unit (with two, an instance's units may land on both, each loading
+    # it once): one load per instance, none to describe the data set before the sweep
+    cube = cmbench.run_suite(suite(), out=tmp_path / "out", workers=1)["e"]
     assert sorted(log.read_text().split("\n")[:-1]) == ["load 0", "load 1"]
     info = cube.attrs["datasets_info"]
     info = info if isinstance(info, dict) else __import__("json").loads(info)
