@@ -109,8 +109,9 @@ class RunOptions:
     plugins : sequence, default ()
         Plugins on top of the suite's (``--plugin``).
     workers : int or "auto", default 1
-        Local worker processes; ``"auto"``: one per usable core (one with ``post_mortem``
-        or a ``scheduler``, which brings its own workers); at most `MAX_WORKERS_PER_CORE`
+        Local worker processes, or the workers of the LocalCluster that ``scheduler="local"``
+        starts; ``"auto"``: one per usable core (one with ``post_mortem`` or an external
+        ``scheduler``, which brings its own workers); at most `MAX_WORKERS_PER_CORE`
         per usable core.
     scheduler : str or None
         A Dask scheduler address, or ``"local"``.
@@ -163,9 +164,11 @@ class RunOptions:
         for name in ("experiments", "select"):
             put(name, _sequence(getattr(self, name)))
         put("timeout", parse_timeout(self.timeout))
-        # --pdb debugs in this process and a scheduler brings its own workers: auto means one there
+        # --pdb debugs in this process and an external scheduler brings its own workers: auto
+        # means one there; a LocalCluster is started here, with a worker per core as the pool's
         auto = isinstance(self.workers, str) and self.workers.strip().lower() == "auto"
-        put("workers", 1 if auto and (self.post_mortem or self.scheduler)
+        external = self.scheduler is not None and self.scheduler != "local"
+        put("workers", 1 if auto and (self.post_mortem or external)
             else parse_workers(self.workers, workers_name))
         if self.post_mortem and (self.workers > 1 or self.scheduler):
             raise UserError("--pdb debugs in this process: it cannot be combined with --workers or --scheduler")

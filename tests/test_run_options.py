@@ -24,6 +24,18 @@ def test_workers_auto_is_the_usable_cores_and_the_default(monkeypatch):
         parse_workers(9)
 
 
+def test_workers_auto_starts_a_local_cluster_of_a_worker_per_core_and_asks_nothing_of_an_external_one(monkeypatch):
+    """A LocalCluster is started by the run, with ``--workers`` workers: auto gave it one worker, so
+    ``--scheduler local`` computed every unit on one core. An external scheduler brings its own."""
+    from cmbench.options import RunOptions
+
+    monkeypatch.setattr("cmbench.options.usable_cores", lambda: 2)
+    assert RunOptions(workers="auto", scheduler="local").workers == 2
+    assert RunOptions(workers=3, scheduler="local").workers == 3
+    assert RunOptions(workers="auto", scheduler="tcp://127.0.0.1:8786").workers == 1
+    assert RunOptions(workers="auto", post_mortem=True).workers == 1
+
+
 @pytest.mark.parametrize("option", [("--workers", "0"), ("--workers", "-3"), ("--workers", "many"),
                                     ("--timeout", "-1"), ("--timeout", "nan"), ("--timeout", "0"),
                                     ("--timeout", "1e10"), ("--timeout", "soon"),

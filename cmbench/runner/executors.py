@@ -289,6 +289,9 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
             problems = [p for p in client.gather(probes) if p]
             if problems:
                 raise UserError(problems[0])
+            # A copy on every worker: held by one alone, it draws every unit to that worker (the
+            # scheduler places a task beside its inputs) while the others wait to steal one.
+            client.replicate([held])
             futures = {client.submit(_on_dask_worker, held, fn, job, pure=False): job for job in jobs}
         else:
             futures = {client.submit(fn, job, pure=False): job for job in jobs}
