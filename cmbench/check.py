@@ -762,7 +762,7 @@ def assert_ok(probe: Probe, what: str = "") -> Probe:
     return probe
 
 
-__all__ = ["CHECKS", "FAIL", "PASS", "SKIP", "Probe", "Result", "assert_ok", "check_component",
-           "PAGES", "page_results", "params_problem", "probe_adversary", "probe_dataset", "probe_estimator", "probe_metric",
-           "probe_recoverer", "run_checks", "select"]
+__all__ = ["CHECKS", "FAIL", "PAGES", "PASS", "SKIP", "Probe", "Result", "assert_ok", "check_component",
+           "page_results", "params_problem", "probe_adversary", "probe_dataset", "probe_estimator",
+           "probe_metric", "probe_recoverer", "run_checks", "select"]
 

@@ -130,10 +130,11 @@ def check(plugins, names, seed, timeout) -> None:
     timeout = parse_timeout(timeout)
     results = run_checks(plugins, names, seed=seed, on_result=lambda r: click.echo(r.line()), timeout=timeout)
     counts = collections.Counter(r.status for r in results)
-    checked = collections.Counter(r.kind == PAGES for r in {(r.kind, r.name): r for r in results}.values())
-    what = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in
-            ((checked[False], "component"), (checked[True], "report page kind")) if n or word == "component"]
-    click.echo(f"{', '.join(what)}, {len(results)} checks: {counts[PASS]} passed, "
+    checked = {(r.kind, r.name) for r in results}
+    pages = sum(kind == PAGES for kind, _ in checked)
+    what = [(len(checked) - pages, "component")] + ([(pages, "report page kind")] if pages else [])
+    click.echo(f"{', '.join(f'{n} {word}' + 's' * (n != 1) for n, word in what)}, {len(results)} checks: "
+               f"{counts[PASS]} passed, "
                f"{counts[FAIL]} failed" + (f", {counts[SKIP]} skipped" if counts[SKIP] else ""))
     if counts[FAIL]:
         sys.exit(1)

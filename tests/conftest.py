@@ -5,6 +5,7 @@ test plugins they load are real files under ``tests/plugins/``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -170,14 +171,26 @@ def cli(*args, env=None, cwd=None, timeout=300) -> subprocess.CompletedProcess:
                           text=True, env=env, cwd=cwd, timeout=timeout)
 
 
-def cli_inproc(*args) -> tuple[int, str]:
-    """The same click command, in-process: (exit code, stderr); an escaping exception fails."""
+def cli_inproc_result(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The click command in-process, shaped as `cli` returns it (returncode, stdout, stderr).
+
+    What the command line does, without the interpreter start and imports a subprocess costs:
+    for tests of a command's behaviour, not of the process boundary (`cli` keeps that).
+    ``cwd`` is the working folder during the call (restored after); an escaping exception fails.
+    """
     from cmbench.cli import main
 
-    result = CliRunner().invoke(main, [str(a) for a in args])
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        result = CliRunner().invoke(main, [str(a) for a in args])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception  # an unhandled exception would be a traceback on the real CLI
-    return result.exit_code, result.stderr
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
+
+
+def cli_inproc(*args) -> tuple[int, str]:
+    """`cli_inproc_result`'s (exit code, stderr)."""
+    result = cli_inproc_result(*args)
+    return result.returncode, result.stderr
 
 
 def assert_user_error(code: int, stderr: str, *needles: str) -> str:
@@ -235,24 +248,3 @@ def survivors(pids, within: float) -> list[int]:
     for p in left:
         os.kill(p, signal.SIGKILL)
     return left
-
-
-# ---- tcli fixtures
-# What the command line does, without the interpreter start and imports a subprocess costs:
-# for tests of a command's behaviour, not of the process boundary (`cli` keeps that).
-
-def cli_inproc_result(*args, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The click command in-process, shaped as `cli` returns it (returncode, stdout, stderr).
-
-    ``cwd`` is the working folder during the call (restored after); an escaping exception fails,
-    as in `cli_inproc`.
-    """
-    import contextlib
-
-    from cmbench.cli import main
-
-    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
-        result = CliRunner().invoke(main, [str(a) for a in args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)

@@ -17,7 +17,7 @@ from cmbench.report.kinds import page_kinds
 from cmbench.report.load import load_cube
 from cmbench.report.model import build_report
 from cmbench.report.render.pagecache import record_digest
-from conftest import cli_inproc, good_suite
+from conftest import cli_inproc, cli_inproc_result, good_suite
 from test_report import make_cube, pdf_pages_text
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "report-pages.md"
@@ -136,12 +136,8 @@ def test_a_page_its_kind_does_not_register_is_refused():
 def test_check_builds_and_draws_a_plugin_page_kind(tmp_path, example):
     """`cmbench check --plugin` on a plugin that adds only a page kind checks that kind: built on
     the hand-made cube, its records digested, its pages drawn; the built-in kinds are not."""
-    from click.testing import CliRunner
-
-    from cmbench.cli import main
-
-    result = CliRunner().invoke(main, ["check", "--plugin", str(example)])
-    assert result.exit_code == 0, result.output + result.stderr
+    result = cli_inproc_result("check", "--plugin", example)
+    assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[:4]] == ["PASS report page kind cells-per-status"] * 3 + [
         "SKIP report page kind cells-per-status"]
@@ -202,13 +198,9 @@ def register_report_pages():
 
 def test_check_names_what_is_wrong_with_each_page_kind(tmp_path):
     """Each broken kind fails the check it breaks, with the reason, and the others still run: exit 1."""
-    from click.testing import CliRunner
-
-    from cmbench.cli import main
-
     (tmp_path / "broken_pages.py").write_text(BROKEN_PAGES)
-    result = CliRunner().invoke(main, ["check", "--plugin", str(tmp_path / "broken_pages.py")])
-    assert result.exit_code == 1, result.output
+    result = cli_inproc_result("check", "--plugin", tmp_path / "broken_pages.py")
+    assert result.returncode == 1, result.stdout
     out = result.stdout
     assert "Traceback" not in out + result.stderr
     assert re.search(r"FAIL report page kind draws-nothing: each page's drawing returns a matplotlib Figure: "
