@@ -86,6 +86,16 @@ def test_same_cube_serial_workers_and_dask(tmp_path, log):
     assert_same_cube(serial, dask)
 
 
+def test_a_rerun_with_nothing_to_compute_contacts_no_scheduler(tmp_path, log):
+    suite = make_suite(tmp_path)
+    first = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]
+    before = counts(log)
+    # nothing listens there: a run that tried to reach the scheduler would be refused
+    again = run_suite(suite, RunOptions(out=tmp_path / "out", scheduler="tcp://127.0.0.1:9"))["e"]
+    assert counts(log) == before
+    assert_same_cube(first, again)
+
+
 def test_resume_recomputes_nothing(tmp_path, log):
     suite = make_suite(tmp_path)
     first = run_suite(suite, RunOptions(out=tmp_path / "out"))["e"]

@@ -315,7 +315,7 @@ def run_jobs(jobs: list, fn: Callable, workers: int = 1, scheduler: Optional[str
     whose local worker process died (see `processes`); ``show(part)`` moves a
     progress bar inside the units in flight (`ticks`; not on Dask).
     """
-    if scheduler:
+    if scheduler and jobs:  # nothing to compute (a cached rerun): no cluster started or contacted
         return dask(jobs, fn, scheduler, workers, bundle)
     if workers > 1 and jobs:  # even one: the client keeps no unit's matrices (a full-size one's are GBs)
         return processes(jobs, _with(bundle, fn), workers, died, show)
