@@ -460,7 +460,7 @@ def watch_child(target, args: tuple, wait, on_message, setup: tuple | None = Non
     `cmbench.pools.private`) and hand each message it sends through ``conn`` to
     ``on_message``, until that returns True.
 
-    The one guard process of `preflight` and `cmbench check`: a plugin that ends its
+    The guard process of `cmbench check`: a plugin that ends its
     process there (``os._exit``, a signal) is told apart from one that finishes.
     ``setup`` is called first there (`cmbench.pools.private`).
     Returns ``""`` when ``on_message`` said done, None when no message came within
@@ -574,34 +574,52 @@ def _text_problem(raw: bytes) -> str:
 
 
 def preflight(path: Path, raw: bytes) -> None:
-    """Import the plugin file ``path`` and call its registration hooks in a child process
-    first: one that ends its process meanwhile (``os._exit``, a signal) is a `PluginError`
-    naming it, instead of ending cmbench silently. Once per source per process.
+    """Import the plugin file ``path`` and call its registration hooks in a worker of the
+    process's shared pool first (`cmbench.pools.shared`): one that ends its process meanwhile
+    (``os._exit``, a signal) is a `PluginError` naming it, instead of ending cmbench silently.
+    Once per source per process.
+
+    The shared pool, not a process of its own: the run's sweep starts that pool anyway, so
+    the worker the import started (its interpreter, NumPy, cmbench, the plugin's own
+    imports: about 0.4 CPU-s) goes on to compute units instead of being thrown away. A
+    plugin that ends the worker breaks the pool, which the next use starts afresh; one that
+    hangs past `PREFLIGHT_TIMEOUT`, or a Ctrl-C meanwhile, ends the pool's workers.
     """
+    from concurrent.futures import TimeoutError as Timeout
+    from concurrent.futures.process import BrokenProcessPool
+
+    from . import pools
+
     digest = hashlib.sha256(raw).hexdigest()
     if not PREFLIGHT or digest in _PREFLIGHT_PASSED:
         return
+    executor = pools.shared(1)
+    future = executor.submit(pools.in_environment, pools.environment(), _preflight_import, str(path))
     try:
-        how = watch_child(_preflight_child, (str(path),), PREFLIGHT_TIMEOUT, lambda message: True)
+        future.result(timeout=PREFLIGHT_TIMEOUT)
     except KeyboardInterrupt:  # Ctrl-C, or a signal the plugin sent to its parent
+        pools.stop(executor)
         raise PluginError(f"plugin file {path}: interrupted while being imported (Ctrl-C, or a signal "
                           "the plugin sent to cmbench)") from None
-    if how is None:
-        raise PluginError(f"plugin file {path} did not finish importing within {PREFLIGHT_TIMEOUT:g} s")
-    if how:
+    except Timeout:
+        pools.stop(executor)
+        raise PluginError(f"plugin file {path} did not finish importing within {PREFLIGHT_TIMEOUT:g} s") from None
+    except BrokenProcessPool as exc:
+        how = pools.death(exc) or "the worker process died"
         raise PluginError(f"plugin file {path} ended the process while being imported or registered "
-                          f"({how}); a plugin may not exit at import")
+                          f"({how}); a plugin may not exit at import") from None
     _PREFLIGHT_PASSED.add(digest)
 
 
-def _preflight_child(conn, path: str) -> None:
+def _preflight_import(path: str) -> None:
+    """In a worker: import the plugin file and call its hooks; an ordinary error is reported by
+    the real import, with its line. Workers never pre-flight themselves."""
     global PREFLIGHT
     PREFLIGHT = False
     try:
         _Loader().add(_import_file(Path(path)), Source(path))  # imported, then its hooks called
-    except BaseException:  # an ordinary error is reported by the real import, with its line
+    except BaseException:
         pass
-    conn.send("imported")
 
 
 def _import_file(path: Path, source: bytes | None = None) -> ModuleType:
