@@ -98,6 +98,6 @@ def test_a_pool_hands_its_figures_to_the_html(tmp_path, monkeypatch):
     docs = {loc[0] for loc in json.loads((outputs.cache / "pages" / "index.json").read_text())["pages"].values()}
     assert len(docs) == 2  # drawn by the pool's two processes
     n_cd = html.read_text().count('class="cd"')
-    assert n_cd >= 1 and len(drawn_here) == n_cd  # the CD diagrams only: fig:disCompare came from the pool
+    assert n_cd >= 1 and not drawn_here  # fig:disCompare and the CD diagrams came from the pool
     alone = html_module.write_html([outputs.cubes[0]], tmp_path / "alone.html")  # drawn here, no cache
     assert _svgs(alone.read_text()) == _svgs(html.read_text())
