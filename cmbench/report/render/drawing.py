@@ -1,11 +1,11 @@
 """How a report's pages are drawn into PDF documents: here, or in a pool of processes.
 
 A drawing strategy is a callable ``draw(pages, meta, svg) -> Drawn`` taking
-``(index, Page)`` pairs and the indices of the pages whose figure the HTML
-report shows as SVG; `pdf.write_report` is handed one and merges the
-documents it returns. `draw_here` draws every page in this process, in one
-document; `Pool` spreads the pages over the workers of the process's shared
-pool (`cmbench.pools.shared`, the sweep's workers), one document per worker; a
+``(index, Page)`` pairs and the SVG figures the HTML report wants of them
+(`Wanted`); `pdf.write_report` is handed one and merges the documents it
+returns. `draw_here` draws every page in this process, in one document; `Pool`
+draws them in the workers of the process's shared pool (`cmbench.pools.shared`,
+the sweep's workers), one document per worker it uses (see `POOL_COST`); a
 worker ends with the process that owns the pool. A worker that raises makes
 `Pool.__call__` raise that error; one that dies raises
 `concurrent.futures.process.BrokenProcessPool`. A page drawn for the PDF gives
