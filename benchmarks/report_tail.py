@@ -5,6 +5,7 @@ python benchmarks/report_tail.py --from OUT                  # OUT: a finished `
 python benchmarks/report_tail.py --from OUT --cmd base="env PYTHONPATH=/tmp/old .venv/bin/cmbench" \\
                                  --cmd here=.venv/bin/cmbench --rounds 5 --cold-cpu 42.3
 python benchmarks/report_tail.py --suite smoke               # a quick look: the finished folder made first
+python benchmarks/report_tail.py --from OUT --documents      # the changed pages: one document or one per worker
 ```
 
 The run the issue times: ``cmbench suite SUITE --workers N --plugin winsorized.py``
@@ -19,7 +20,12 @@ the commands one after the other, who goes first rotating. Each figure is the
 median over the rounds, wall and CPU seconds (the run and all its worker
 processes) apart; with ``--cold-cpu`` the CPU median is also given as a share
 of that cold run's CPU. Goals: under 3 s wall and at most 10% of the cold
-run's CPU. Always exits 0 (it is a report).
+run's CPU. With ``--documents``, it times instead the drawing of the pages the
+plugin changes (found by their record digests, as the page cache finds them),
+in fresh processes like the sweep's workers: all in one process and document,
+against split over ``--workers`` processes as `drawing.split` splits them;
+matplotlib's import and the drawing apart, CPU seconds summed over the
+processes, medians of interleaved rounds. Always exits 0 (it is a report).
 """
 from __future__ import annotations
 
@@ -54,7 +60,16 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None, metavar="DIR",
                         help="read the real data sets' UCI source files from DIR, as the finished "
                              "folder did (default: the tables shipped in the package)")
+    parser.add_argument("--documents", action="store_true",
+                        help="time the drawing of the changed pages in one process against --workers processes")
     args = parser.parse_args()
+    if args.documents:
+        if args.source is None:
+            parser.error("--documents needs --from OUT")
+        if args.data_dir is not None:
+            cache.DATA_DIR = Path(args.data_dir).resolve()
+        documents(args.source, args.suite, args.workers, args.rounds)
+        return
     cmds = {}
     for item in args.cmd or [f"here={shlex.join(cache.CMD)}"]:
         name, sep, command = item.partition("=")
@@ -109,6 +124,66 @@ def main() -> None:
         w1 = statistics.median(w for w, _ in runs[other])
         c1 = statistics.median(c for _, c in runs[other])
         print(f"{other} / {names[0]}: wall {w1 / w0:.2f}x, CPU {c1 / c0:.2f}x")
+
+
+def documents(source: Path, suite: str, workers: int, rounds: int) -> None:
+    """Print the CPU seconds of drawing the pages the README's estimator changes in ``source``:
+    in one fresh process (one document) against ``workers`` processes (`drawing.split`)."""
+    import pickle
+    import subprocess
+    import time
+
+    from cmbench.report.load import load_cubes
+    from cmbench.report.model import build_report, default_title, flatten
+    from cmbench.report.render import drawing, pagecache
+    from cmbench.report.render.html import Figures
+
+    def pages_of(folder: Path) -> list:
+        cubes = load_cubes(sorted(folder.glob("*.nc")))
+        return flatten(build_report(cubes, title=default_title(cubes)))
+
+    with tempfile.TemporaryDirectory(prefix="report-documents-") as tmp:
+        tmp = Path(tmp)
+        plugin = tmp / "winsorized.py"
+        plugin.write_text(WINSORIZED)
+        out = tmp / "out"
+        shutil.copytree(source, out)
+        timed(["suite", suite, "--workers", str(workers), "--out", str(out), "--plugin", str(plugin)], tmp)
+        salt = pagecache.salt()
+        old = {pagecache.record_digest(p, salt) for p in pages_of(source / suite)}
+        todo = [(i, p) for i, p in enumerate(pages_of(out / suite)) if pagecache.record_digest(p, salt) not in old]
+        figures = Figures(pagecache.PageCache(tmp / "empty"))  # the HTML's figures, wanted of every page
+        wanted = {i: w for i, p in todo if (w := figures.wants(p))}
+        print(f"# {len(todo)} changed pages (cost {sum(p.cost for _, p in todo):.1f}; POOL_COST "
+              f"{drawing.POOL_COST:g}); load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+        child = ("import pickle, sys, time\n"
+                 "t = time.process_time()\n"
+                 "from cmbench.report.render import drawing\n"
+                 "drawing.warm()\n"
+                 "t1 = time.process_time()\n"
+                 "drawing.draw_pages(*pickle.load(open(sys.argv[1], 'rb')))\n"
+                 "print(t1 - t, time.process_time() - t1)\n")
+        meta = {"Title": "report_tail --documents"}
+        results: dict[str, list[tuple[float, float, float]]] = {}
+        layouts = {"one process": [todo], f"{workers} processes": drawing.split(todo, workers)}
+        for r in range(rounds):
+            for name, groups in layouts.items():
+                procs = []
+                start = time.perf_counter()
+                for k, group in enumerate(groups):
+                    records, at = drawing._task(group, wanted)
+                    task = tmp / f"task-{k}.pkl"
+                    task.write_bytes(pickle.dumps((records, meta, at)))
+                    procs.append(subprocess.Popen([sys.executable, "-c", child, str(task)], stdout=subprocess.PIPE,
+                                                  text=True, env=cache.child_env()))
+                done = [tuple(map(float, p.communicate()[0].split())) for p in procs]
+                wall = time.perf_counter() - start
+                results.setdefault(name, []).append((sum(a for a, _ in done), sum(b for _, b in done), wall))
+                print(f"round {r + 1}, {name}: import {results[name][-1][0]:.2f}, drawing "
+                      f"{results[name][-1][1]:.2f} CPU-s, {wall:.2f} s wall", flush=True)
+    print("\n| drawn by | import CPU s | drawing CPU s | wall s (medians) |\n| --- | --- | --- | --- |")
+    for name, values in results.items():
+        print(f"| {name} | " + " | ".join(f"{statistics.median(v[j] for v in values):.2f}" for j in range(3)) + " |")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import functools
 import json
 import os
 import platform
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, TypedDict
 
@@ -423,12 +424,32 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+#: held around each netCDF call of a cube's write: HDF5 is not safe to call from two threads
+#: at once, and a process may write cubes from more than one (a notebook's runs)
+_WRITE_LOCK = threading.Lock()
+
+
 def save(ds: "xr.Dataset", path: Path) -> Path:
-    """Write atomically: a reader never sees a half-written cube."""
+    """Write atomically: a reader never sees a half-written cube.
+
+    The file is the one ``ds.to_netcdf(path, engine="netcdf4")`` writes, byte for
+    byte, written through that engine's store (`xarray.backends.NetCDF4DataStore`)
+    instead: ``to_netcdf`` asks dask which scheduler is active whenever dask is
+    installed, which imports ``distributed`` (about 0.4 CPU-s, more than the
+    write itself) in a process that runs no cluster; so does the store when it
+    picks its own lock. A cube holds NumPy arrays only, so there is nothing for
+    a scheduler to do; the store is given `_WRITE_LOCK`.
+    """
+    from xarray.backends import NetCDF4DataStore
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with replaced(path, prefix=f".{path.stem}.", suffix=".nc.tmp") as tmp:
-        ds.to_netcdf(tmp, engine="netcdf4")
+        store = NetCDF4DataStore.open(str(tmp), mode="w", format="NETCDF4", lock=_WRITE_LOCK)
+        try:
+            ds.dump_to_store(store)
+        finally:
+            store.close()
     return path
 
 

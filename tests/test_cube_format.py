@@ -97,3 +97,18 @@ def test_the_format_loads_without_xarray_as_a_worker_does():
     code = ("import sys, cmbench.cube, cmbench.runner.units; "
             "assert 'xarray' not in sys.modules, 'xarray imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_saved_cube_is_the_file_to_netcdf_writes_and_the_write_imports_no_cluster_library(tmp_path):
+    """The cube is written through the netCDF4 engine's store: the same bytes as ``to_netcdf``,
+    without the ``distributed`` import that ``to_netcdf`` makes to ask dask for its scheduler."""
+    pytest.importorskip("distributed")
+    ds = small_cube(methods={"m": ["r", "good"]})
+    ds.to_netcdf(tmp_path / "reference.nc", engine="netcdf4")
+    saved = cube.save(ds, tmp_path / "e.nc")
+    assert saved.read_bytes() == (tmp_path / "reference.nc").read_bytes()
+    code = ("import sys, pathlib, cmbench.cube as c; "
+            "c.save(c.load(pathlib.Path(sys.argv[1])), pathlib.Path(sys.argv[2])); "
+            "assert 'distributed' not in sys.modules, 'distributed imported'")
+    subprocess.run([sys.executable, "-c", code, str(saved), str(tmp_path / "again.nc")], check=True)
+    assert (tmp_path / "again.nc").read_bytes() == saved.read_bytes()

@@ -270,6 +270,11 @@ def draw_cd_page(page: CdPage) -> Figure:
     return fig
 
 
+def draw_cd_figure(page: CdPage) -> Figure:
+    """The diagram of a `CdPage` alone, without its page's title and caption (the HTML report's figure)."""
+    return cd_diagram(page.result)
+
+
 def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
                rect: tuple = (0.02, 0.02, 0.96, 0.9)) -> Figure:
     """A critical-difference diagram (Demšar 2006, Fig. 1).

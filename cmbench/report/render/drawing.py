@@ -1,38 +1,44 @@
 """How a report's pages are drawn into PDF documents: here, or in a pool of processes.
 
 A drawing strategy is a callable ``draw(pages, meta, svg) -> Drawn`` taking
-``(index, Page)`` pairs and the indices of the pages whose figure the HTML
-report shows as SVG; `pdf.write_report` is handed one and merges the
-documents it returns. `draw_here` draws every page in this process, in one
-document; `Pool` spreads the pages over the workers of the process's shared
-pool (`cmbench.pools.shared`, the sweep's workers), one document per worker; a
+``(index, Page)`` pairs and the SVG figures the HTML report wants of them
+(`Wanted`); `pdf.write_report` is handed one and merges the documents it
+returns. `draw_here` draws every page in this process, in one document; `Pool`
+draws them in the workers of the process's shared pool (`cmbench.pools.shared`,
+the sweep's workers), one document per worker it uses (see `POOL_COST`); a
 worker ends with the process that owns the pool. A worker that raises makes
 `Pool.__call__` raise that error; one that dies raises
 `concurrent.futures.process.BrokenProcessPool`. A page drawn for the PDF gives
-its SVG in the same pass, so that the HTML does not compute it again.
+the SVG figures the HTML shows of it in the same pass (its own figure, or
+another drawing of its record, such as a critical-difference diagram without
+the page's caption), so that the HTML computes none of them again and the
+process that writes it need not import matplotlib.
 """
 from __future__ import annotations
 
 import contextlib
 import io
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Mapping, Optional, Sequence
 
 from ..layout import Page
 
-__all__ = ["draw_here", "Pool", "draw_document", "svg_of", "POOL_COST"]
+__all__ = ["draw_here", "Pool", "draw_document", "draw_pages", "svg_of", "POOL_COST"]
 
 #: Pages to draw, in `Page.cost` units (a page of curves is 1, about 0.25 s), below which a
 #: `Pool` whose workers are not running yet draws here: started for the report alone, they
 #: import matplotlib, xarray and pandas first (about 1.1 s each) and embed the fonts once per
-#: document. When the run's sweep started them, the pool draws any two pages or more: they are
-#: warm (`Pool.warm` has them import matplotlib while this process builds the report model),
-#: and the pages are drawn side by side instead of one after the other here
-#: (benchmarks/report_tail.py).
+#: document. When the run's sweep started them, the pool draws every page: they are warm
+#: (`Pool.warm` has them import matplotlib while this process builds the report model), so this
+#: process imports no plotting library; below this cost one worker draws them all into one
+#: document, above it they are drawn side by side (benchmarks/report_tail.py).
 POOL_COST = 12.0
 
-#: ``(page indices, their PDF document, SVG of the pages asked for by index)`` per document
-Drawn = list[tuple[list[int], bytes, dict[int, str]]]
-Strategy = Callable[[Sequence[tuple[int, Page]], dict, Collection[int]], Drawn]
+#: the SVG figures wanted of the pages drawn, by page: ``{how: drawing}``, each drawing a function
+#: of the page's record that returns a figure, None for the page's own figure (`html.Figures.wants`)
+Wanted = Mapping[int, Mapping[str, Optional[Callable]]]
+#: ``(page indices, their PDF document, {page index: {how: SVG}})`` per document
+Drawn = list[tuple[list[int], bytes, dict[int, dict[str, str]]]]
+Strategy = Callable[[Sequence[tuple[int, Page]], dict, Wanted], Drawn]
 
 
 def draw_document(records: Sequence[tuple], meta: dict, drawn: Callable | None = None,
@@ -71,9 +77,32 @@ def svg_of(fig) -> str:
     return svg[svg.index("<svg"):]
 
 
-def _task(group: Sequence[tuple[int, Page]], svg: Collection[int]) -> tuple[list, set]:
-    """`draw_document`'s records and SVG positions for the pages of ``group``."""
-    return [(p.record, p.draw) for _, p in group], {k for k, (i, _) in enumerate(group) if i in svg}
+def draw_pages(records: Sequence[tuple], meta: dict, wanted: Mapping[int, Mapping[str, Optional[Callable]]]
+               ) -> tuple[bytes, dict[int, dict[str, str]]]:
+    """`draw_document` of ``records``, and the SVG figures ``wanted`` of them, by position:
+    ``{k: {how: drawing}}``, a drawing None for the page's own figure, else a function of the
+    page's record drawn here with the report's rc settings (as `html.Figures` draws it)."""
+    own = {k for k, hows in wanted.items() if any(d is None for d in hows.values())}
+    blob, svgs = draw_document(records, meta, None, own)
+    out = {k: {how: svgs[k] for how, d in hows.items() if d is None} for k, hows in wanted.items()}
+    others = [(k, how, d) for k, hows in wanted.items() for how, d in hows.items() if d is not None]
+    if others:
+        import matplotlib
+
+        from ..style import RC
+
+        with matplotlib.rc_context(RC):
+            for k, how, draw in others:
+                fig = draw(records[k][0])
+                out[k][how] = svg_of(fig)
+                fig.clear()
+    return blob, out
+
+
+def _task(group: Sequence[tuple[int, Page]], svg: Optional[Wanted]) -> tuple[list, dict]:
+    """`draw_pages`' records and wanted SVG figures for the pages of ``group``."""
+    wanted = dict(svg or {})
+    return [(p.record, p.draw) for _, p in group], {k: wanted[i] for k, (i, _) in enumerate(group) if i in wanted}
 
 
 def _result(group: Sequence[tuple[int, Page]], done: tuple[bytes, dict]) -> tuple[list[int], bytes, dict]:
@@ -81,12 +110,12 @@ def _result(group: Sequence[tuple[int, Page]], done: tuple[bytes, dict]) -> tupl
     return [i for i, _ in group], blob, {group[k][0]: s for k, s in svgs.items()}
 
 
-def draw_here(pages: Sequence[tuple[int, Page]], meta: dict, svg: Collection[int] = ()) -> Drawn:
+def draw_here(pages: Sequence[tuple[int, Page]], meta: dict, svg: Optional[Wanted] = None) -> Drawn:
     """Every page in this process, into one document."""
     if not pages:
         return []
-    records, at = _task(pages, svg)
-    return [_result(pages, draw_document(records, meta, None, at))]
+    records, wanted = _task(pages, svg)
+    return [_result(pages, draw_pages(records, meta, wanted))]
 
 
 def warm() -> None:
@@ -114,7 +143,8 @@ class Pool(contextlib.AbstractContextManager):
     The pool is the process's shared one (`cmbench.pools.shared`). When this
     process has not started it (no sweep ran), a report whose pages are all kept
     (`pagecache`), or that has fewer than `POOL_COST` to draw, starts none; when
-    it runs, any two pages or more are drawn there. On exit its workers stay warm
+    it runs, every page is drawn there: by one worker into one document below
+    `POOL_COST`, else spread over the workers. On exit its workers stay warm
     for the next run, unless the drawing failed (they are then ended).
     """
 
@@ -139,17 +169,22 @@ class Pool(contextlib.AbstractContextManager):
             for _ in range(self.workers):
                 executor.submit(warm)
 
-    def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict, svg: Collection[int] = ()) -> Drawn:
+    def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict, svg: Optional[Wanted] = None) -> Drawn:
         from ... import pools
 
-        groups = split(pages, self.workers)
-        if len(groups) <= 1 or (pools.size() == 0 and sum(p.cost for _, p in pages) < POOL_COST):
+        cost = sum(p.cost for _, p in pages)
+        running = pools.size() > 0
+        # below POOL_COST, one warm worker draws every page into one document: each further
+        # document costs its process a font embedding and first-figure set-up (13 pages of the
+        # paper suite: 5.8 CPU-s in one document, 8.4 in two), for about 1 s of wall saved
+        groups = split(pages, self.workers if cost >= POOL_COST else 1)
+        if not running and (cost < POOL_COST or len(groups) <= 1):
             return draw_here(pages, meta, svg)
         pool = self._executor()
         futures = []
         for g in groups:
-            records, at = _task(g, svg)
-            futures.append((g, pool.submit(draw_document, records, meta, None, at)))
+            records, wanted = _task(g, svg)
+            futures.append((g, pool.submit(draw_pages, records, meta, wanted)))
         return [_result(g, f.result()) for g, f in futures]
 
     def __exit__(self, kind, *exc) -> None:

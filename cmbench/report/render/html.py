@@ -37,7 +37,7 @@ from ..content.figures import (CurvePage, RuntimePage, legend_label, off_range_n
 from ..layout import slug, Page, plain
 from ..load import Cube
 from ..model import Section, report_model
-from ..content.significance import CdPage
+from ..content.significance import CdPage, draw_cd_figure
 from ..content.tables import fmt_num
 from .drawing import svg_of
 from .pagecache import PageCache, record_digest, salt
@@ -296,10 +296,8 @@ def render_runtime(page: Page, div: str, figures: "Figures") -> str:
 
 def render_cd(page: Page, div: str, figures: "Figures") -> str:
     """A `significance.CdPage`: its caption and the diagram as inline SVG."""
-    from ..content.significance import cd_diagram
-
     rec: CdPage = page.record
-    svg = figures.svg(page, "cd", lambda: cd_diagram(rec.result), div)
+    svg = figures.svg(page, "cd", lambda: draw_cd_figure(rec), div)
     return "\n".join(_figure_head(rec.title, rec.caption) + [f'<div class="cd" id="{div}">{svg}</div>'])
 
 
@@ -339,20 +337,29 @@ class Figures:
             self.used.append(digest)
         return _prefixed(svg, prefix)
 
-    def wants(self, page: Page) -> bool:
-        """Whether the HTML shows ``page``'s own drawing as SVG (`render_svg`) and the cache lacks it:
-        `pdf.write_report` then hands it over (`add`) from its drawing of the page."""
-        if page.text is not None or page.continues or page.html is not None:
-            return False
-        digest = self._digest(page, "page")
-        return digest is not None and self.cache.svg(digest) is None
+    def wants(self, page: Page) -> dict[str, Callable | None]:
+        """The SVG figures the HTML shows of ``page`` that the cache lacks, ``{how: drawing}``:
+        its own drawing (`render_svg`; drawing None) or another drawing of its record (a
+        renderer's in `SVG_DRAWINGS`). `pdf.write_report` hands them over (`add`) from the pass
+        that draws the page, so that the process writing the HTML draws none of them."""
+        if self.cache is None or page.text is not None or page.continues:
+            return {}
+        hows = {"page": None} if page.html is None else SVG_DRAWINGS.get(page.html, {})
+        return {how: draw for how, draw in hows.items()
+                if (digest := self._digest(page, how)) is not None and self.cache.svg(digest) is None}
 
-    def add(self, page: Page, svg: str) -> None:
-        """Keep the SVG of ``page``'s own drawing (made by the PDF's drawing)."""
-        self.cache.add_svg(self._digest(page, "page"), svg)
+    def add(self, page: Page, how: str, svg: str) -> None:
+        """Keep the SVG figure ``how`` of ``page`` (as `wants` names it), drawn with the PDF's page."""
+        self.cache.add_svg(self._digest(page, how), svg)
 
     def _digest(self, page: Page, how: str) -> str | None:
         return record_digest(page, f"{self.salt}\x1dsvg:{how}") if self.cache is not None else None
+
+
+#: the SVG figures an HTML renderer shows besides plotly's, ``{renderer: {how: drawing}}``, each
+#: drawing a picklable function of the page's record (the renderer passes ``how`` to
+#: `Figures.svg`): drawn with the PDF's page, in the process that draws it (`Figures.wants`)
+SVG_DRAWINGS: dict[Callable, dict[str, Callable]] = {render_cd: {"cd": draw_cd_figure}}
 
 
 def _prefixed(svg: str, prefix: str) -> str:

@@ -3,8 +3,8 @@
 Pages whose record is kept in a page cache (`pagecache`) are copied from the
 document they were drawn into; the others are drawn by the strategy the caller
 passes (`drawing.draw_here` or a `drawing.Pool`), and the report is merged
-from those documents with pypdf. A page the HTML report shows as SVG gives its
-SVG in the same pass (`figures`, the HTML's `html.Figures`).
+from those documents with pypdf. A page drawn now gives the SVG figures the
+HTML report shows of it in the same pass (`figures`, the HTML's `html.Figures`).
 """
 from __future__ import annotations
 
@@ -139,11 +139,12 @@ def _merged(pages: Sequence[Page], meta: dict, cache: PageCache | None, name: st
     digests = [pagecache.record_digest(p, salt) for p in pages]
     found = [cache.find(d) if cache is not None else None for d in digests]
     todo = [i for i, loc in enumerate(found) if loc is None]
-    svg = {i for i in todo if figures is not None and figures.wants(pages[i])}
-    drawn = draw([(i, pages[i]) for i in todo], meta, svg)
+    wanted = {i: figures.wants(pages[i]) for i in todo} if figures is not None else {}
+    drawn = draw([(i, pages[i]) for i in todo], meta, {i: w for i, w in wanted.items() if w})
     for _, _, svgs in drawn:
-        for i, text in svgs.items():
-            figures.add(pages[i], text)
+        for i, texts in svgs.items():
+            for how, text in texts.items():
+                figures.add(pages[i], how, text)
     if len(drawn) == 1 and len(todo) == len(pages):
         if cache is not None:
             cache.add(drawn[0][1], [digests[i] for i in drawn[0][0]])
