@@ -18,7 +18,7 @@ from cmbench.report.load import load_cube
 from cmbench.report.model import build_report
 from cmbench.report.render.pagecache import record_digest
 from conftest import cli_inproc, cli_inproc_result, good_suite
-from test_report import make_cube, pdf_pages_text
+from helpers import make_cube, pdf_pages_text
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "report-pages.md"
 
