@@ -111,9 +111,7 @@ def test_a_pool_hands_its_figures_to_the_html(tmp_path, monkeypatch):
     drawn_here = []
     original = html_module.svg_of
     monkeypatch.setattr(html_module, "svg_of", lambda fig: drawn_here.append(fig) or original(fig))
-    ds = make_cube()
-    ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
-    outputs = _outputs(tmp_path, ds)
+    outputs = _outputs(tmp_path, _one_metric_cube())
     pdf, html = write_suite_reports(outputs, workers=2)
     docs = {loc[0] for loc in json.loads((outputs.cache / "pages" / "index.json").read_text())["pages"].values()}
     assert len(docs) == 2  # drawn by the pool's two processes
