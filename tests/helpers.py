@@ -6,6 +6,7 @@ methods; `set_cells` marks cells failed or undefined; `pdf_pages_text`,
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -33,19 +34,75 @@ def set_cells(ds, status, message, **where):
 
 
 # -- reading the PDF -----------------------------------------------------------------
+# A page's text by the digest of everything its extraction reads (`_page_digest`): the report
+# tests compare reports whose pages mostly come from one page cache, byte for byte the same, and
+# pypdf's extraction (about 0.05 s a page) of the same page again cost them seconds.
+_PAGE_TEXTS: dict[str, str] = {}
+
+
 def pdf_pages_text(path: Path) -> list[str]:
-    """The text layer, page by page (pypdf, else poppler's pdftotext)."""
+    """The text layer, page by page (pypdf, else poppler's pdftotext).
+
+    A page whose content, resources (fonts and their encodings included) and geometry are byte
+    for byte those of a page read before gets that page's text without a second extraction:
+    the same input to the same extraction, so the same text.
+    """
     try:
         import pypdf
     except ImportError:
         pypdf = None
     if pypdf is not None:
-        return [p.extract_text() or "" for p in pypdf.PdfReader(str(path)).pages]
+        texts = []
+        for page in pypdf.PdfReader(str(path)).pages:
+            key = _page_digest(page)
+            if key not in _PAGE_TEXTS:
+                _PAGE_TEXTS[key] = page.extract_text() or ""
+            texts.append(_PAGE_TEXTS[key])
+        return texts
     if shutil.which("pdftotext"):
         out = subprocess.run(["pdftotext", "-layout", str(path), "-"], check=True,
                              capture_output=True, text=True).stdout
         return out.split("\f")[:-1] if out.endswith("\f") else out.split("\f")
     pytest.skip("neither pypdf nor pdftotext is installed to read the PDF's text layer")
+
+
+def _page_digest(page) -> str:
+    """SHA-256 of a pypdf page as its text extraction sees it: every object it reaches (content
+    streams decoded, fonts, their ToUnicode maps and widths, form XObjects), but not its parent."""
+    from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, StreamObject
+
+    digest = hashlib.sha256()
+    seen: set = set()
+
+    def feed(obj) -> None:
+        if isinstance(obj, IndirectObject):
+            ref = (obj.idnum, obj.generation)
+            if ref in seen:  # a shared or circular reference: its content is already in
+                digest.update(b"R%d " % obj.idnum)
+                return
+            seen.add(ref)
+            obj = obj.get_object()
+        if isinstance(obj, StreamObject):
+            data = obj.get_data()
+            digest.update(b"S%d:" % len(data) + data)
+        if isinstance(obj, DictionaryObject):
+            digest.update(b"{")
+            for key in sorted(obj):
+                if key in ("/Parent", "/Length", "/Filter", "/DecodeParms"):  # not the page's text
+                    continue
+                digest.update(key.encode() + b"=")
+                feed(obj[key])
+            digest.update(b"}")
+        elif isinstance(obj, ArrayObject):
+            digest.update(b"[")
+            for item in obj:
+                feed(item)
+            digest.update(b"]")
+        elif not isinstance(obj, StreamObject):
+            digest.update(repr(obj).encode() + b" ")
+
+    feed(page)
+    return digest.hexdigest()
 
 
 def pdf_info(path: Path) -> dict[str, str]:

@@ -366,3 +366,25 @@ def _marker_boxes(collection, renderer):
     size = np.sqrt(collection.get_sizes()[0]) * renderer.points_to_pixels(1.0)  # marker width in pixels
     for x, y in collection.get_offset_transform().transform(collection.get_offsets()):
         yield Bbox.from_bounds(x - size / 2, y - size / 2, size, size)
+
+
+def test_pdf_pages_text_gives_each_page_its_own_text_when_pages_repeat(tmp_path):
+    """The tests' reader of PDFs remembers a page's text by its content: a page met again gets the
+    text it had, a page that differs (one word, same fonts) gets its own."""
+    import pypdf
+    from matplotlib.backends.backend_pdf import PdfPages
+    from matplotlib.figure import Figure
+
+    def document(path, words):
+        with PdfPages(path) as pdf:
+            for word in words:
+                fig = Figure(figsize=(2, 1))
+                fig.text(0.1, 0.5, word)
+                pdf.savefig(fig)
+        return path
+
+    first = document(tmp_path / "a.pdf", ["alpha", "beta"])
+    second = document(tmp_path / "b.pdf", ["alpha", "betb"])
+    assert [t.strip() for t in pdf_pages_text(first)] == ["alpha", "beta"]
+    assert [t.strip() for t in pdf_pages_text(second)] == ["alpha", "betb"]
+    assert pdf_pages_text(second) == [p.extract_text() for p in pypdf.PdfReader(second).pages]

@@ -18,7 +18,7 @@ from cmbench.report.load import load_cube
 from cmbench.report.model import build_report
 from cmbench.report.render.pagecache import record_digest
 from conftest import cli_inproc, cli_inproc_result, good_suite
-from test_report import make_cube, pdf_pages_text
+from helpers import make_cube, pdf_pages_text
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "report-pages.md"
 
@@ -86,12 +86,14 @@ def test_a_plugin_page_is_in_both_reports(tmp_path, example):
     assert re.search(r"<h2>[^<]*: cells per status</h2>", html)
     assert "<th class=\"num\">ok</th>" in html
     cube = next((out / "r").glob("*.nc"))
-    code, err = cli_inproc("report", cube, "-o", tmp_path / "again.pdf", "--plugin", example)
+    # `cmbench report` loads the plugin's page kinds as the suite step does (the HTML: the PDF
+    # renderer drew the page above, and the HTML is a tenth of the PDF's cost)
+    code, err = cli_inproc("report", cube, "-o", tmp_path / "again.html", "--plugin", example)
     assert code == 0, err
-    assert any("cells per status" in p for p in pdf_pages_text(tmp_path / "again.pdf"))
-    code, err = cli_inproc("report", cube, "-o", tmp_path / "plain.pdf")
+    assert re.search(r"<h2>[^<]*: cells per status</h2>", (tmp_path / "again.html").read_text())
+    code, err = cli_inproc("report", cube, "-o", tmp_path / "plain.html")
     assert code == 0, err
-    assert not any("cells per status" in p for p in pdf_pages_text(tmp_path / "plain.pdf"))
+    assert "cells per status" not in (tmp_path / "plain.html").read_text()
 
 
 def test_a_page_its_kind_does_not_register_is_refused():

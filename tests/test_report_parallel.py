@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -51,27 +52,34 @@ def pool_always(monkeypatch):
     monkeypatch.setattr(drawing, "POOL_COST", 0.0)
 
 
-def test_a_pool_writes_the_reports_that_one_process_writes(tmp_path, pool_always):
-    ds = make_cube(adversaries=ADVERSARIES)
-    serial = _run(tmp_path, "serial", ds, workers=1)
-    parallel = _run(tmp_path, "parallel", ds, workers=2)
-    a, b = (Path(f"{o.report}.pdf") for o in (serial, parallel))
+@pytest.fixture(scope="module")
+def pool_drawn(tmp_path_factory):
+    """The example cube's reports drawn by a pool of two processes, once for this file's tests:
+    they read it, or copy its page cache before drawing into it."""
+    folder = tmp_path_factory.mktemp("pool-drawn")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(drawing, "POOL_COST", 0.0)  # the pool draws even this small report
+        return _run(folder, "parallel", make_cube(adversaries=ADVERSARIES), workers=2)
+
+
+def test_a_pool_writes_the_reports_that_one_process_writes(tmp_path, pool_drawn):
+    serial = _run(tmp_path, "serial", make_cube(adversaries=ADVERSARIES), workers=1)
+    a, b = (Path(f"{o.report}.pdf") for o in (serial, pool_drawn))
     assert len(pdf_pages_text(b)) == len(pdf_pages_text(a)) > 8
     assert _texts(b) == _texts(a)  # the same pages, in the same order
-    docs = {loc[0] for loc in _index(parallel.cache).values()}
+    docs = {loc[0] for loc in _index(pool_drawn.cache).values()}
     assert len(docs) == 2  # one document per worker, kept by the cache
-    assert {p.stem for p in (parallel.cache / "pages").glob("*.pdf")} == docs
+    assert {p.stem for p in (pool_drawn.cache / "pages").glob("*.pdf")} == docs
     assert not [p for p in b.parent.iterdir() if p.name.startswith(".")]
 
 
-def test_a_rerun_takes_the_pools_pages_from_the_cache(tmp_path, pool_always):
-    ds = make_cube(adversaries=ADVERSARIES)
-    first = _run(tmp_path, "a", ds, workers=2)
-    before = _index(first.cache)
-    changed = ds.copy(deep=True)  # one method's l2 error under one adversary
+def test_a_rerun_takes_the_pools_pages_from_the_cache(tmp_path, pool_always, pool_drawn):
+    cache = shutil.copytree(pool_drawn.cache, tmp_path / "cache")  # the first run's, drawn by the pool
+    before = _index(cache)
+    changed = make_cube(adversaries=ADVERSARIES)  # one method's l2 error under one adversary
     sel = dict(adversary="random-rho", recoverer="none", estimator="mean")
     changed["l2"].loc[sel] = changed["l2"].loc[sel] * 3
-    second = _run(tmp_path, "a", changed, workers=2, cache=first.cache)
+    second = _run(tmp_path, "a", changed, workers=2, cache=cache)
     after = _index(second.cache)
     kept = {d for d in after if d in before and after[d] == before[d]}
     assert kept and len(kept) >= len(after) - 4  # only the pages whose data changed were drawn again

@@ -240,7 +240,7 @@ def test_a_one_budget_suite_has_no_by_budget_runtime_panel_and_one_panel_fills_t
 def test_report_tables_csvs_load_with_pandas_as_numbers(tmp_path):
     ds = make_cube(instances=2, datasets=("gaussian",), budgets=(0.1, 0.2), metrics=("l2",))
     ds.to_netcdf(tmp_path / "c.nc")
-    code, stderr = cli_inproc("report", tmp_path / "c.nc", "-o", tmp_path / "r.pdf", "--tables", tmp_path / "t")
+    code, stderr = cli_inproc("report", tmp_path / "c.nc", "-o", tmp_path / "r.html", "--tables", tmp_path / "t")
     assert code == 0, stderr
     ranking = pd.read_csv(tmp_path / "t" / "synthetic-ranking-l2.csv")
     means = pd.read_csv(tmp_path / "t" / "synthetic-mean-error-l2.csv")

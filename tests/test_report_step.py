@@ -92,7 +92,7 @@ def test_a_pool_hands_its_figures_to_the_html(tmp_path, monkeypatch):
     drawn_here = []
     original = html_module.svg_of
     monkeypatch.setattr(html_module, "svg_of", lambda fig: drawn_here.append(fig) or original(fig))
-    ds = make_cube()
+    ds = make_cube(metrics=("l2",))  # one metric: fig:disCompare and one CD diagram, half the pages
     ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
     outputs = _outputs(tmp_path, ds)
     pdf, html = write_suite_reports(outputs, workers=2)

@@ -76,14 +76,13 @@ def test_cube_layout_and_reading_back(tmp_path, log):
     assert (ds["l2"].sel(budget=0.0, estimator="mean").values < 1.0).all()
 
 
-def test_same_cube_serial_workers_and_dask(tmp_path, log):
+def test_same_cube_serial_and_workers(tmp_path, log):
+    """(Dask's cube against the serial one: `test_stages_two_experiments_share_are_computed_once[dask]`,
+    which starts the one LocalCluster this file needs.)"""
     suite = make_suite(tmp_path, instances=2)
     serial = run_suite(suite, RunOptions(out=tmp_path / "a"))["e"]
     workers = run_suite(suite, RunOptions(out=tmp_path / "b", workers=2))["e"]
-    pytest.importorskip("distributed")
-    dask = run_suite(suite, RunOptions(out=tmp_path / "c", workers=2, scheduler="local"))["e"]
     assert_same_cube(serial, workers)
-    assert_same_cube(serial, dask)
 
 
 def test_a_rerun_with_nothing_to_compute_contacts_no_scheduler(tmp_path, log):
@@ -193,7 +192,8 @@ def test_adaptive_adversary_is_staged_per_pipeline(tmp_path, log):
                          ids=["serial", "workers", "dask"])
 def test_stages_two_experiments_share_are_computed_once(tmp_path, log, executor):
     """Experiment b shares a's stages but count-mean: in one run, as in two slices run one after the
-    other, each stage is computed once; b waits for a's units, then computes only count-mean."""
+    other, each stage is computed once; b waits for a's units, then computes only count-mean. Each
+    executor's cubes are those of the serial slices."""
     if "scheduler" in executor:
         pytest.importorskip("distributed")
     copy_plugin("stage_log.py", tmp_path, "counting.py")
