@@ -266,10 +266,13 @@ def dask(jobs: Iterable[Job], fn: Callable, scheduler: str, workers: int, bundle
     if scheduler == "local":
         import dask
 
-        # the nanny's environment for its workers, read when the cluster starts them
+        # the nanny's environment for its workers, read when the cluster starts them. Every HTTP
+        # server (the scheduler's and the workers': health routes, dashboards) on loopback at a
+        # free port: distributed 2023 starts them even for dashboard_address=None, on every interface
         with dask.config.set({"distributed.nanny.pre-spawn-environ": spawn_environ()}):
             cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None,
+                                   host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                                   worker_dashboard_address="127.0.0.1:0",
                                    env=dict(WORKER_ENV))
         client = Client(cluster)
     else:
