@@ -77,8 +77,7 @@ def svg_of(fig) -> str:
     return svg[svg.index("<svg"):]
 
 
-def draw_pages(records: Sequence[tuple], meta: dict, wanted: Mapping[int, Mapping[str, Optional[Callable]]]
-               ) -> tuple[bytes, dict[int, dict[str, str]]]:
+def draw_pages(records: Sequence[tuple], meta: dict, wanted: Wanted) -> tuple[bytes, dict[int, dict[str, str]]]:
     """`draw_document` of ``records``, and the SVG figures ``wanted`` of them, by position:
     ``{k: {how: drawing}}``, a drawing None for the page's own figure, else a function of the
     page's record drawn here with the report's rc settings (as `html.Figures` draws it)."""
