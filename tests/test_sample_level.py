@@ -187,6 +187,61 @@ def test_ransac_small_n_returns_the_mean(registry):
     np.testing.assert_array_equal(estimate(registry, "ransac", X, eps=0.1), X.mean(axis=0))
 
 
+def _ransac_one_at_a_time(X, rng, eps, count, tau=0.1, iterations=100):
+    """RANSAC transcribed plainly: one candidate at a time, distances as differences."""
+    N, d = X.shape
+    s = math.ceil(2 * (d * math.log(4) + math.log(2 / tau)) / eps ** 2)
+    t = d + 2 * (math.sqrt(d * math.log(N / tau)) + math.log(N / tau)) + eps ** 2 * math.log(1 / eps) ** 2
+
+    def inliers(m):
+        if count == "reference":
+            return int(np.count_nonzero(((m[None, :] - X[:, :1]) ** 2).sum(axis=1) <= t))
+        return int(np.count_nonzero(((X - m) ** 2).sum(axis=1) <= t))
+
+    best = X.mean(axis=0)
+    best_count = inliers(best)
+    for _ in range(iterations):
+        m = X[rng.choice(N, size=s, replace=False)].mean(axis=0)
+        k = inliers(m)
+        if k > best_count:
+            best, best_count = m, k
+    return best
+
+
+@pytest.mark.parametrize("count", ["intended", "reference"])
+def test_ransac_candidates_computed_together_equal_one_at_a_time(count):
+    # the batched candidates (drawn first, means and counts in matrix products) pick the candidate
+    # the plain loop picks: a far cluster makes the counts differ from candidate to candidate
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((4000, 5))
+    X[:1200] += 12.0  # the noisy mean sits 3.6 from the inliers in every coordinate
+    plain = _ransac_one_at_a_time(X, np.random.default_rng(5), 0.3, count, iterations=40)
+    batched = sample_estimators.ransac_mean(X, rng=np.random.default_rng(5), eps=0.3, count=count,
+                                            iterations=40)
+    assert not np.allclose(plain, X.mean(axis=0))  # a drawn candidate won, not the first
+    np.testing.assert_allclose(batched, plain, rtol=0, atol=1e-12)
+
+
+def test_weiszfeld_sums_in_one_pass_equal_the_direct_ones_at_and_near_a_data_point():
+    from cmbench.builtins.rows import CACHE_ELEMENTS, _weiszfeld_sums
+
+    rng = np.random.default_rng(2)
+    n = 8
+    Y = rng.standard_normal((3 * CACHE_ELEMENTS // n + 17, n)) + 40.0  # several blocks; ||x|| >> ||x - y||
+    p = Y[5].copy()
+    Y[rng.choice(len(Y), 50, replace=False)] = p  # 50 or 51 rows at p
+    norms = np.einsum("ij,ij->i", Y, Y)
+    for y, zero in ((p, 1e-12), (p + 1e-9, 1e-12), (Y.mean(axis=0), 1e-12)):
+        dist = np.sqrt(((Y - y) ** 2).sum(axis=1))
+        at = dist <= zero
+        w = np.where(at, 0.0, 1.0 / np.where(at, 1.0, dist))
+        wY, wsum, eta = _weiszfeld_sums(Y, norms, y, zero)
+        assert eta == int(at.sum())
+        np.testing.assert_allclose(wsum, w.sum(), rtol=1e-12)
+        np.testing.assert_allclose(wY, w @ Y, rtol=1e-12)
+    assert _weiszfeld_sums(Y, norms, p, 1e-12)[2] >= 50  # the rows at p found at distance 0
+
+
 # -------------------------------------------------------- lrv, median of means
 
 
