@@ -24,7 +24,7 @@ from scipy.special import ndtri
 import cmbench
 
 from .estimator_docs import COMPLETE_ROWS, contract_doc
-from .rows import (block_rows, by_columns, complete_rows, contiguous_block_means, finite, mean_cov, row_blocks,
+from .rows import (block_rows, column_medians, complete_rows, contiguous_block_means, finite, mean_cov, row_blocks,
                    spatial_median, sq_dist, subset_mean, unit_scale)
 
 RANSAC_COUNTS = ("reference", "intended")
@@ -43,7 +43,7 @@ def _check_eps(name: str, eps: float) -> float:
 
 def _cmedian(Y: np.ndarray) -> np.ndarray:
     """Coordinate-wise median (MATLAB's ``median``: the mean of the middle two for even N)."""
-    return by_columns(Y, lambda B: np.median(B, axis=0))
+    return column_medians(Y)
 
 
 # -------------------------------------------------------------------- prune
