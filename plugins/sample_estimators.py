@@ -130,9 +130,11 @@ def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     if s > N:
         return finite(mean, "ransac")
     t = d + 2.0 * (math.sqrt(d * math.log(N / tau)) + math.log(N / tau)) + eps ** 2 * math.log(1.0 / eps) ** 2
-    subsets = [rng.choice(N, size=s, replace=False) for _ in range(int(iterations))]
+    member = np.zeros((int(iterations), N), bool)  # row k: the rows drawn for candidate k
+    for k in range(len(member)):
+        member[k, rng.choice(N, size=s, replace=False)] = True
     # the noisy mean is the first candidate: a later one replaces it only with more inliers
-    candidates = np.vstack([mean[None, :], _subset_means(Y, subsets)])
+    candidates = np.vstack([mean[None, :], _member_means(Y, member)])
     counts = (_reference_counts(Y[:, 0], candidates, t) if count == "reference"
               else _row_counts(Y, candidates, t))
     best = 0
@@ -142,22 +144,16 @@ def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     return finite(candidates[best], "ransac")
 
 
-def _subset_means(Y: np.ndarray, subsets: list) -> np.ndarray:
-    """``[Y[idx].mean(axis=0) for idx in subsets]`` in one pass over ``Y``, (K, n).
-
-    A (K, N) 0/1 membership matrix (one byte an entry) times the rows, a row
-    block at a time: a matrix product instead of K gathers of the subsets' rows.
-    """
+def _member_means(Y: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """The mean of the rows of ``Y`` (N, n) that each row of ``member`` (K, N),
+    0/1, selects: (K, n), in one pass over ``Y`` (a matrix product a row block
+    at a time) instead of K gathers of the selected rows."""
     N, n = Y.shape
-    K = len(subsets)
-    member = np.zeros((K, N), bool)
-    for k, idx in enumerate(subsets):
-        member[k, idx] = True
+    K = len(member)
     total = np.zeros((K, n))
     for sl in row_blocks(N, max(n, K)):
         total += member[:, sl].astype(np.float64) @ Y[sl]
-    sizes = np.array([len(idx) for idx in subsets], dtype=np.float64)
-    return total / sizes[:, None]
+    return total / np.count_nonzero(member, axis=1)[:, None]
 
 
 def _row_counts(Y: np.ndarray, M: np.ndarray, t: float) -> np.ndarray:
