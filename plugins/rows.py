@@ -449,27 +449,3 @@ def spatial_median(X: np.ndarray, *, tol: float = 1e-7, max_iter: int = 500,
         if step <= tol * scale:
             break
     return finite(y, "geometric-median")
-    zero_dist = 1e-12 * scale
-    for _ in range(max_iter):
-        dist = distances(Y, y)
-        at_y = dist <= zero_dist
-        w = np.where(at_y, 0.0, 1.0 / np.where(at_y, 1.0, dist))
-        wsum = w.sum()
-        if wsum == 0.0:
-            break
-        wY = w @ Y
-        T = wY / wsum
-        eta = int(at_y.sum())
-        if eta:
-            r = float(np.linalg.norm(wY - wsum * y))  # = ||w @ (Y - y)||
-            if r <= eta:  # optimality condition at a data point: y is the median
-                break
-            g = eta / r
-            y_new = (1.0 - g) * T + g * y
-        else:
-            y_new = T
-        step = float(np.linalg.norm(y_new - y))
-        y = y_new
-        if step <= tol * scale:
-            break
-    return finite(y, "geometric-median")
