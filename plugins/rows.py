@@ -28,13 +28,10 @@ from cmbench.theory import BLOCK_ELEMENTS
 HUGE = 2.0 ** 400
 #: where `spatial_median` starts: the coordinate-wise median or the mean
 GM_STARTS = ("cmedian", "mean")
-#: Entries of a block of rows that stays in the processor's cache (2 MB of float64) while it is
-#: read twice: by `sq_dist` (the difference, then its squares) and a Weiszfeld step (distances,
-#: then the weighted sum); 512-1024 rows at n = 400 were fastest (benchmarks/README.md)
+#: Entries of a block of rows that stays in the processor's cache (2 MB of float64) while
+#: `sq_dist` reads it twice (the difference, then its squares); 512-1024 rows at n = 400 were
+#: fastest (benchmarks/README.md)
 CACHE_ELEMENTS = 1 << 18
-#: `_weiszfeld_sums` computes ||x - y||^2 directly where the expanded form is below this share
-#: of ||x||^2 + ||y||^2 (there its rounding error, about n ulp of that sum, could matter)
-_EXPANDED_MIN = 0.01
 
 
 def as_matrix(X: np.ndarray) -> np.ndarray:
@@ -341,51 +338,6 @@ def distances(Y: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.sqrt(sq_dist(Y, y))
 
 
-def _weiszfeld_sums(Y: np.ndarray, norms: np.ndarray, y: np.ndarray,
-                    zero_dist: float) -> tuple[np.ndarray, float, int]:
-    """The sums of one Weiszfeld step at ``y``, in one pass over the rows.
-
-    With ``w_i = 1 / ||Y_i - y||``, and 0 for the ``eta`` rows within
-    ``zero_dist`` of ``y``, returns ``(w @ Y, w.sum(), eta)``. Each block of
-    rows is read from memory once and used twice from the cache: its squared
-    distances as ``||x||^2 - 2 x.y + ||y||^2`` (``norms`` holds the rows'
-    ``||x||^2``), then its weighted sum. Where that form falls below
-    `_EXPANDED_MIN` of ``||x||^2 + ||y||^2`` (or is not finite) the distance
-    is computed as ``||x - y||``, so that a row at or near ``y`` is found as
-    exactly as before. Against distances over the whole matrix first (two
-    passes): about 3x faster at n = 400, N = 400,000, equal to about 1e-14.
-
-    Parameters
-    ----------
-    Y : ndarray of shape (N, n)
-    norms : ndarray of shape (N,)
-    y : ndarray of shape (n,)
-    zero_dist : float
-
-    Returns
-    -------
-    tuple of (ndarray of shape (n,), float, int)
-    """
-    N, n = Y.shape
-    yy = float(y @ y)
-    wY, wsum, eta = np.zeros(n), 0.0, 0
-    rows = max(1, CACHE_ELEMENTS // max(1, n))
-    for i in range(0, N, rows):
-        B, nb = Y[i:i + rows], norms[i:i + rows]
-        sq = nb - 2.0 * (B @ y) + yy
-        near = ~(sq >= _EXPANDED_MIN * (nb + yy))
-        if near.any():
-            D = B[near] - y
-            sq[near] = np.einsum("ij,ij->i", D, D)
-        dist = np.sqrt(sq)
-        at_y = dist <= zero_dist
-        w = np.where(at_y, 0.0, 1.0 / np.where(at_y, 1.0, dist))
-        wY += w @ B
-        wsum += float(w.sum())
-        eta += int(at_y.sum())
-    return wY, wsum, eta
-
-
 def spatial_median(X: np.ndarray, *, tol: float = 1e-7, max_iter: int = 500,
                    start: str = "cmedian") -> np.ndarray:
     """Geometric (spatial) median of the complete rows: Weiszfeld with Vardi and Zhang's step.
@@ -430,12 +382,16 @@ def spatial_median(X: np.ndarray, *, tol: float = 1e-7, max_iter: int = 500,
     if scale == 0.0:  # every point is the start
         return finite(y, "geometric-median")
     zero_dist = 1e-12 * scale
-    norms = np.einsum("ij,ij->i", Y, Y)
     for _ in range(max_iter):
-        wY, wsum, eta = _weiszfeld_sums(Y, norms, y, zero_dist)
+        dist = distances(Y, y)
+        at_y = dist <= zero_dist
+        w = np.where(at_y, 0.0, 1.0 / np.where(at_y, 1.0, dist))
+        wsum = w.sum()
         if wsum == 0.0:
             break
+        wY = w @ Y
         T = wY / wsum
+        eta = int(at_y.sum())
         if eta:
             r = float(np.linalg.norm(wY - wsum * y))  # = ||w @ (Y - y)||
             if r <= eta:  # optimality condition at a data point: y is the median

@@ -222,26 +222,6 @@ def test_ransac_candidates_computed_together_equal_one_at_a_time(count):
     np.testing.assert_allclose(batched, plain, rtol=0, atol=1e-12)
 
 
-def test_weiszfeld_sums_in_one_pass_equal_the_direct_ones_at_and_near_a_data_point():
-    from cmbench.builtins.rows import CACHE_ELEMENTS, _weiszfeld_sums
-
-    rng = np.random.default_rng(2)
-    n = 8
-    Y = rng.standard_normal((3 * CACHE_ELEMENTS // n + 17, n)) + 40.0  # several blocks; ||x|| >> ||x - y||
-    p = Y[5].copy()
-    Y[rng.choice(len(Y), 50, replace=False)] = p  # 50 or 51 rows at p
-    norms = np.einsum("ij,ij->i", Y, Y)
-    for y, zero in ((p, 1e-12), (p + 1e-9, 1e-12), (Y.mean(axis=0), 1e-12)):
-        dist = np.sqrt(((Y - y) ** 2).sum(axis=1))
-        at = dist <= zero
-        w = np.where(at, 0.0, 1.0 / np.where(at, 1.0, dist))
-        wY, wsum, eta = _weiszfeld_sums(Y, norms, y, zero)
-        assert eta == int(at.sum())
-        np.testing.assert_allclose(wsum, w.sum(), rtol=1e-12)
-        np.testing.assert_allclose(wY, w @ Y, rtol=1e-12)
-    assert _weiszfeld_sums(Y, norms, p, 1e-12)[2] >= 50  # the rows at p found at distance 0
-
-
 @pytest.mark.parametrize("N", [1, 2, 7, 10, 1001, 1000])
 def test_column_medians_equal_numpys_median(N):
     from cmbench.builtins.rows import column_medians
