@@ -105,10 +105,11 @@ def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     at a time), then computed together in two passes over the rows: their
     means as one matrix product of a 0/1 membership matrix with the rows, and
     (``"intended"``) their squared distances as ``||x||^2 - 2 x.m + ||m||^2``
-    with one matrix product for all of them. The reference code takes one
-    pass per candidate for each (and a copy of its s rows); at DKK17's
-    d = 400, N = 400,000 (s = 111,503 of N) the batched form is several times
-    cheaper (benchmarks/README.md). It differs from a direct computation by
+    with one matrix product for all of them. One candidate at a time (as the
+    reference code goes) costs a gather of its s rows and a pass over all the
+    rows each, 100 passes over a 1.28 GB matrix at DKK17's d = 400 (s =
+    111,503 of N = 400,000); together they cost about two (at d = 200: 9.67 ->
+    1.06 CPU-s, benchmarks/README.md). It differs from a direct computation by
     rounding only: the means in about the 14th digit, and a row lying at the
     threshold within about 1e-12 relative could be counted on the other side.
 
