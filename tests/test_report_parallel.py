@@ -168,3 +168,87 @@ def test_pages_a_running_pool_can_draw_are_drawn_there_however_few(monkeypatch):
         one = pool(list(enumerate(pages[:1])), {"Title": "t"})
     assert [indices for indices, _, _ in drawn] == [[0, 1]]  # one document
     assert [indices for indices, _, _ in one] == [[0]]
+
+
+WARM_ONE = """
+import os, sys, time
+from pathlib import Path
+from cmbench import pools
+from cmbench.report.layout import TextPages, text_pages
+from cmbench.report.render.drawing import POOL_COST, Pool
+
+def census(folder, n):
+    # every worker takes one: each waits until all have checked in
+    Path(folder, str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len(os.listdir(folder)) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return os.getpid(), "matplotlib" in sys.modules
+
+def each_worker(folder):
+    os.makedirs(folder)
+    ex = pools.shared(2)
+    return dict(f.result() for f in [ex.submit(census, folder, 2) for _ in range(2)])
+
+folder = sys.argv[1]
+started = each_worker(folder + "/before")  # the sweep's workers, as a run leaves them
+text = TextPages("page")
+text.para("a cheap page")
+pages = text_pages(text, "p")
+assert sum(p.cost for p in pages) < POOL_COST
+with Pool(2) as pool:
+    pool.warm()
+    drawn = pool(list(enumerate(pages)), {"Title": "t"})
+after = each_worker(folder + "/after")
+print(sorted(started.values()), sorted(after.values()), len(drawn), drawn[0][1][:5], sep="|")
+"""
+
+
+def test_a_report_drawn_by_one_worker_imports_matplotlib_in_that_worker_only(tmp_path):
+    """Readying the pool for a small report costs the import of matplotlib once: the other
+    worker, which draws nothing, never imports it."""
+    proc = subprocess.run([sys.executable, "-c", WARM_ONE, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    started, after, documents, head = proc.stdout.strip().split("|")
+    assert started == "[False, False]"  # neither worker had it before the report
+    assert documents == "1" and head == "b'%PDF-'"
+    assert after == "[False, True]"  # one worker drew, the other imported nothing
+
+
+def _cheap_pages(n: int) -> list:
+    from cmbench.report.layout import TextPages, text_pages
+
+    pages = []
+    for k in range(n):
+        text = TextPages(f"page {k}")
+        text.para("a cheap page")
+        pages += text_pages(text, f"p{k}")
+    return list(enumerate(pages))
+
+
+def test_a_readied_worker_with_nothing_to_draw_is_free_again_at_once():
+    from cmbench import pools
+
+    ex = pools.shared(2)
+    with drawing.Pool(2) as pool:
+        pool.warm()
+        waiting = pool._standby.future
+        assert pool([], {"Title": "t"}) == []  # every page kept: nothing sent
+    assert waiting.result(timeout=60) is None  # it stopped waiting, drew nothing
+    assert ex.submit(os.getpid).result(timeout=60) > 0
+
+
+def test_pages_are_drawn_by_a_task_of_their_own_when_the_readied_worker_gave_up(monkeypatch):
+    from cmbench import pools
+
+    pools.shared(2)
+    monkeypatch.setattr(drawing, "STANDBY_WAIT", 0.0)  # it gives up before any page can come
+    pages = _cheap_pages(2)
+    with drawing.Pool(2) as pool:
+        pool.warm()
+        waiting = pool._standby.future
+        assert waiting.result(timeout=60) is None
+        drawn = pool(pages, {"Title": "t"})
+    assert [indices for indices, _, _ in drawn] == [[0, 1]]
+    assert drawn[0][1][:5] == b"%PDF-"

@@ -6,7 +6,10 @@ A drawing strategy is a callable ``draw(pages, meta, svg) -> Drawn`` taking
 returns. `draw_here` draws every page in this process, in one document; `Pool`
 draws them in the workers of the process's shared pool (`cmbench.pools.shared`,
 the sweep's workers), one document per worker it uses (see `POOL_COST`); a
-worker ends with the process that owns the pool. A worker that raises makes
+worker ends with the process that owns the pool. `Pool.warm` readies one of
+them while the report model is built: it imports matplotlib and waits for
+its pages (`standby`), so that the one worker that draws a small report is
+the one that paid the import, and the others import nothing. A worker that raises makes
 `Pool.__call__` raise that error; one that dies raises
 `concurrent.futures.process.BrokenProcessPool`. A page drawn for the PDF gives
 the SVG figures the HTML shows of it in the same pass (its own figure, or
@@ -18,20 +21,30 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import pickle
+import shutil
+import socket
+import tempfile
 from typing import Callable, Collection, Mapping, Optional, Sequence
 
 from ..layout import Page
 
-__all__ = ["draw_here", "Pool", "draw_document", "draw_pages", "svg_of", "POOL_COST"]
+__all__ = ["draw_here", "Pool", "draw_document", "draw_pages", "svg_of", "standby", "POOL_COST", "STANDBY_WAIT"]
 
 #: Pages to draw, in `Page.cost` units (a page of curves is 1, about 0.25 s), below which a
 #: `Pool` whose workers are not running yet draws here: started for the report alone, they
 #: import matplotlib, xarray and pandas first (about 1.1 s each) and embed the fonts once per
-#: document. When the run's sweep started them, the pool draws every page: they are warm
-#: (`Pool.warm` has them import matplotlib while this process builds the report model), so this
+#: document. When the run's sweep started them, the pool draws every page (one of them warm:
+#: `Pool.warm` has it import matplotlib while this process builds the report model), so this
 #: process imports no plotting library; below this cost one worker draws them all into one
 #: document, above it they are drawn side by side (benchmarks/report_tail.py).
 POOL_COST = 12.0
+
+#: Seconds a worker readied by `Pool.warm` waits for its pages before it gives up (the pages
+#: are then drawn by a task of their own): a bound on a worker kept from the pool's other work
+#: should the process building the report model neither send pages nor end the wait.
+STANDBY_WAIT = 600.0
 
 #: the SVG figures wanted of the pages drawn, by page: ``{how: drawing}``, each drawing a function
 #: of the page's record that returns a figure, None for the page's own figure (`html.Figures.wants`)
@@ -125,6 +138,68 @@ def warm() -> None:
     import matplotlib.figure  # noqa: F401
 
 
+def standby(address: str, wait: float = STANDBY_WAIT) -> Optional[tuple[bytes, dict]]:
+    """In a worker: import what drawing needs (`warm`), then take pages from the Unix socket
+    ``address`` and draw them (`draw_pages`).
+
+    The process building the report model sends one pickled ``(records, meta, wanted)`` and
+    closes the connection; None is returned without drawing when it closes without sending
+    (nothing to draw here), stops listening, or sends nothing within ``wait`` seconds.
+    """
+    warm()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(wait)
+        try:
+            conn.connect(address)
+            data = b"".join(iter(lambda: conn.recv(1 << 20), b""))
+        except OSError:  # no one listening any more, a reset, or the wait's timeout
+            return None
+    if not data:
+        return None
+    records, meta, wanted = pickle.loads(data)
+    return draw_pages(records, meta, wanted)
+
+
+class _Standby:
+    """A worker of ``executor`` readied to draw (`standby`), and the socket its pages go through:
+    in a private temporary folder, so that only this user's processes can reach it."""
+
+    def __init__(self, executor) -> None:
+        self._folder = tempfile.mkdtemp(prefix="cmbench-draw-")
+        address = os.path.join(self._folder, "pages")
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(address)
+        self._server.listen(1)
+        self.future = executor.submit(standby, address, STANDBY_WAIT)
+
+    def send(self, records: list, meta: dict, wanted: dict) -> bool:
+        """Hand the worker its pages; False when it no longer waits for them (it gave up or
+        failed: its future says which), and they must be drawn otherwise."""
+        import cloudpickle  # as the pool ships a task: a plugin's page kind by value
+
+        payload = cloudpickle.dumps((records, meta, wanted))
+        self._server.settimeout(0.05)  # the worker may still be importing: look at it meanwhile
+        while True:
+            try:
+                conn, _ = self._server.accept()
+                break
+            except socket.timeout:
+                if self.future.done():
+                    return False
+        with conn:
+            conn.settimeout(None)
+            try:
+                conn.sendall(payload)
+            except OSError:  # it gave up after connecting
+                return False
+        return True  # it may still give up unread: `Pool.__call__` then sees None
+
+    def close(self) -> None:
+        """Stop listening: a worker still waiting then returns None at once."""
+        self._server.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
 def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Page]]]:
     """``n`` groups of about equal drawing cost (`Page.cost`), the costliest pages placed first."""
     groups: list[list[tuple[int, Page]]] = [[] for _ in range(max(1, n))]
@@ -150,6 +225,7 @@ class Pool(contextlib.AbstractContextManager):
     def __init__(self, workers: int) -> None:
         self.workers = max(1, int(workers))
         self._pool = None
+        self._standby: Optional[_Standby] = None
 
     def _executor(self):
         if self._pool is None:
@@ -159,14 +235,24 @@ class Pool(contextlib.AbstractContextManager):
         return self._pool
 
     def warm(self) -> None:
-        """Have the workers of a running shared pool import matplotlib now, while this process
-        builds the report model; nothing when no pool runs (none is started for it)."""
+        """Ready one worker of a running shared pool to draw: it imports matplotlib now, while
+        this process builds the report model, and then waits for its pages (`standby`); nothing
+        when no pool runs (none is started for it).
+
+        One worker, not all: below `POOL_COST` one worker draws every page, and a pool cannot
+        choose which of its workers takes a task, so a warm-up task per worker had each import
+        matplotlib (about 1 CPU-s) where one drew. Above it, the other workers import it when
+        their pages come.
+        """
         from ... import pools
 
-        if pools.size() > 0:
-            executor = self._executor()
-            for _ in range(self.workers):
-                executor.submit(warm)
+        if pools.size() > 0 and self._standby is None:
+            self._standby = _Standby(self._executor())
+
+    def _release(self) -> None:
+        if self._standby is not None:
+            self._standby.close()
+            self._standby = None
 
     def __call__(self, pages: Sequence[tuple[int, Page]], meta: dict, svg: Optional[Wanted] = None) -> Drawn:
         from ... import pools
@@ -181,12 +267,28 @@ class Pool(contextlib.AbstractContextManager):
             return draw_here(pages, meta, svg)
         pool = self._executor()
         futures = []
+        ready, self._standby = self._standby, None
         for g in groups:
             records, wanted = _task(g, svg)
-            futures.append((g, pool.submit(draw_pages, records, meta, wanted)))
-        return [_result(g, f.result()) for g, f in futures]
+            if ready is not None and ready.send(records, meta, wanted):
+                futures.append((g, ready.future, records, wanted))
+            else:
+                futures.append((g, pool.submit(draw_pages, records, meta, wanted), records, wanted))
+            if ready is not None:
+                ready.close()  # used, or gone: one group at most
+                ready = None
+        if ready is not None:  # nothing to draw: the waiting worker returns
+            ready.close()
+        out = []
+        for g, future, records, wanted in futures:
+            done = future.result()
+            if done is None:  # the readied worker gave up waiting before its pages came
+                done = pool.submit(draw_pages, records, meta, wanted).result()
+            out.append(_result(g, done))
+        return out
 
     def __exit__(self, kind, *exc) -> None:
+        self._release()
         if self._pool is not None and kind is not None:
             from ... import pools
 
