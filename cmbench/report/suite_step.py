@@ -103,13 +103,13 @@ def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stam
     from .render.pagecache import PageCache
 
     pool = Pool(workers) if workers > 1 and "pdf" in todo else None
+    cache = PageCache(pages)
     with pool if pool is not None else contextlib.nullcontext():
-        if pool is not None:
-            pool.warm()  # its workers import matplotlib while the model is built here
+        if pool is not None:  # a worker imports matplotlib while the model is built here; every
+            pool.warm(every=not cache.pages)  # worker when no page is kept: all will draw
         loaded = load_cubes(cubes)
         title = default_title(loaded)
         sections = build_report(loaded, title=title, kinds=page_kinds(registry))
-        cache = PageCache(pages)
         if "pdf" in todo:
             from .render.pdf import write_report
 

@@ -234,20 +234,25 @@ class Pool(contextlib.AbstractContextManager):
             self._pool = pools.shared(self.workers)
         return self._pool
 
-    def warm(self) -> None:
+    def warm(self, every: bool = False) -> None:
         """Ready one worker of a running shared pool to draw: it imports matplotlib now, while
-        this process builds the report model, and then waits for its pages (`standby`); nothing
-        when no pool runs (none is started for it).
+        this process builds the report model, and then waits for its pages (`standby`); with
+        ``every``, the other workers import matplotlib too. Nothing when no pool runs (none is
+        started for it).
 
-        One worker, not all: below `POOL_COST` one worker draws every page, and a pool cannot
-        choose which of its workers takes a task, so a warm-up task per worker had each import
-        matplotlib (about 1 CPU-s) where one drew. Above it, the other workers import it when
-        their pages come.
+        One worker unless told otherwise: below `POOL_COST` one worker draws every page, and a
+        pool cannot choose which of its workers takes a task, so a warm-up task per worker had
+        each import matplotlib (about 1 CPU-s) where one drew. ``every`` is for a report
+        expected to be drawn whole (no page kept yet), which every worker draws a part of.
         """
         from ... import pools
 
         if pools.size() > 0 and self._standby is None:
-            self._standby = _Standby(self._executor())
+            executor = self._executor()
+            self._standby = _Standby(executor)
+            if every:  # the readied worker is busy waiting: these go to the others
+                for _ in range(self.workers - 1):
+                    executor.submit(warm)
 
     def _release(self) -> None:
         if self._standby is not None:
