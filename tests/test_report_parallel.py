@@ -254,3 +254,20 @@ def test_pages_are_drawn_by_a_task_of_their_own_when_the_readied_worker_gave_up(
         drawn = pool(pages, {"Title": "t"})
     assert [indices for indices, _, _ in drawn] == [[0, 1]]
     assert drawn[0][1][:5] == b"%PDF-"
+
+
+def test_no_worker_is_readied_where_no_socket_can_be_made_and_the_pages_are_still_drawn(tmp_path, monkeypatch):
+    import tempfile
+
+    from cmbench import pools
+
+    pools.shared(2)
+    deep = tmp_path / ("d" * 120)  # longer than a Unix socket's address can be
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    with drawing.Pool(2) as pool:
+        pool.warm()
+        assert pool._standby is None
+        drawn = pool(_cheap_pages(2), {"Title": "t"})
+    assert [indices for indices, _, _ in drawn] == [[0, 1]]
+    assert not list(deep.iterdir())  # its temporary folder removed

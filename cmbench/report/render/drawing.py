@@ -165,11 +165,17 @@ class _Standby:
     in a private temporary folder, so that only this user's processes can reach it."""
 
     def __init__(self, executor) -> None:
+        """Raises OSError where no such socket can be made (a temporary folder's path longer
+        than a socket address takes)."""
         self._folder = tempfile.mkdtemp(prefix="cmbench-draw-")
         address = os.path.join(self._folder, "pages")
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(address)
-        self._server.listen(1)
+        try:
+            self._server.bind(address)
+            self._server.listen(1)
+        except OSError:
+            self.close()
+            raise
         self.future = executor.submit(standby, address, STANDBY_WAIT)
 
     def send(self, records: list, meta: dict, wanted: dict) -> bool:
@@ -249,7 +255,10 @@ class Pool(contextlib.AbstractContextManager):
 
         if pools.size() > 0 and self._standby is None:
             executor = self._executor()
-            self._standby = _Standby(executor)
+            try:
+                self._standby = _Standby(executor)
+            except OSError:  # no socket here: the workers import matplotlib when pages come
+                return
             if every:  # the readied worker is busy waiting: these go to the others
                 for _ in range(self.workers - 1):
                     executor.submit(warm)
