@@ -271,3 +271,16 @@ def test_no_worker_is_readied_where_no_socket_can_be_made_and_the_pages_are_stil
         drawn = pool(_cheap_pages(2), {"Title": "t"})
     assert [indices for indices, _, _ in drawn] == [[0, 1]]
     assert not list(deep.iterdir())  # its temporary folder removed
+
+
+def test_pages_spread_over_the_workers_go_to_the_readied_one_and_the_others(pool_always):
+    from cmbench import pools
+
+    pools.shared(2)
+    with drawing.Pool(2) as pool:
+        pool.warm()
+        waiting = pool._standby.future
+        drawn = pool(_cheap_pages(2), {"Title": "t"})
+    assert sorted(indices for indices, _, _ in drawn) == [[0], [1]]  # one document per worker
+    assert all(blob[:5] == b"%PDF-" for _, blob, _ in drawn)
+    assert waiting.done() and waiting.result() is not None  # the readied worker drew one of them

@@ -280,22 +280,20 @@ class Pool(contextlib.AbstractContextManager):
         if not running and (cost < POOL_COST or len(groups) <= 1):
             return draw_here(pages, meta, svg)
         pool = self._executor()
-        futures = []
         ready, self._standby = self._standby, None
-        for g in groups:
-            records, wanted = _task(g, svg)
-            if ready is not None and ready.send(records, meta, wanted):
-                futures.append((g, ready.future, records, wanted))
-            else:
-                futures.append((g, pool.submit(draw_pages, records, meta, wanted), records, wanted))
-            if ready is not None:
-                ready.close()  # used, or gone: one group at most
-                ready = None
-        if ready is not None:  # nothing to draw: the waiting worker returns
-            ready.close()
+        tasks = [(g, *_task(g, svg)) for g in groups]
+        # the other groups first: the readied worker may still be importing, and they need not wait
+        futures = {k: pool.submit(draw_pages, records, meta, wanted)
+                   for k, (g, records, wanted) in enumerate(tasks) if k or ready is None}
+        if ready is not None:
+            if tasks:  # the first group to the worker that has matplotlib loaded
+                _, records, wanted = tasks[0]
+                sent = ready.send(records, meta, wanted)
+                futures[0] = ready.future if sent else pool.submit(draw_pages, records, meta, wanted)
+            ready.close()  # used, gone, or nothing to draw: a worker still waiting returns
         out = []
-        for g, future, records, wanted in futures:
-            done = future.result()
+        for k, (g, records, wanted) in enumerate(tasks):
+            done = futures[k].result()
             if done is None:  # the readied worker gave up waiting before its pages came
                 done = pool.submit(draw_pages, records, meta, wanted).result()
             out.append(_result(g, done))
