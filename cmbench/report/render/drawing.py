@@ -9,8 +9,8 @@ the sweep's workers), one document per worker it uses (see `POOL_COST`); a
 worker ends with the process that owns the pool. `Pool.warm` readies one of
 them while the report model is built: it imports matplotlib and waits for
 its pages (`standby`), so that the one worker that draws a small report is
-the one that paid the import, and the others import nothing. A worker that raises makes
-`Pool.__call__` raise that error; one that dies raises
+the one that paid the import, and the others import nothing. A worker that
+raises makes `Pool.__call__` raise that error; one that dies raises
 `concurrent.futures.process.BrokenProcessPool`. A page drawn for the PDF gives
 the SVG figures the HTML shows of it in the same pass (its own figure, or
 another drawing of its record, such as a critical-difference diagram without
