@@ -21,8 +21,6 @@ import math
 from typing import Callable
 
 import numpy as np
-import scipy.linalg
-from scipy.special import erfc
 
 import cmbench
 
@@ -78,6 +76,8 @@ def _trace_scaled(fn: Callable[[np.ndarray], np.ndarray], Y: np.ndarray) -> np.n
 
 def _top_eigenpair(M: np.ndarray) -> tuple[float, np.ndarray]:
     """Largest eigenvalue of the symmetric ``M`` and a unit eigenvector."""
+    import scipy.linalg  # here: loading the plugins (every worker does) imports no scipy
+
     m = M.shape[0]
     lam, V = scipy.linalg.eigh(M, subset_by_index=[m - 1, m - 1])
     return float(lam[0]), V[:, 0]
@@ -139,6 +139,8 @@ def _ev_pruning(Y: np.ndarray, tau: float, gamma: float, t: float, threshold: st
     """The pruning loop of `ev_pruning` (its docstring states it); ``uniform``
     draws U(0, 1) for the random rule. ``deeper_threshold`` replaces
     ``threshold`` after the first level (``"original-first"``)."""
+    from scipy.special import erfc  # here: loading the plugins (every worker does) imports no scipy
+
     d = Y.shape[1]
     level = 0
     while True:

@@ -16,10 +16,10 @@ the other multivariate estimators; none modifies its input.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from scipy.special import ndtri
 
 import cmbench
 
@@ -31,8 +31,15 @@ RANSAC_COUNTS = ("reference", "intended")
 MOM_MEDIANS = ("geometric", "coordinate")
 MOM_SPLITS = ("shuffle", "contiguous")
 LRV_VARIANTS = ("general", "damped")
-# Phi^-1(0.6) - Phi^-1(0.4): the width of a standard normal's middle 20%
-_MIDDLE_20 = 2.0 * float(ndtri(0.6))
+
+
+@functools.cache
+def _middle_20() -> float:
+    """Phi^-1(0.6) - Phi^-1(0.4): the width of a standard normal's middle 20%. Computed when
+    first needed: loading the plugins (every worker does) then imports no scipy (0.4 CPU-s)."""
+    from scipy.special import ndtri
+
+    return 2.0 * float(ndtri(0.6))
 
 
 def _check_eps(name: str, eps: float) -> float:
@@ -238,7 +245,7 @@ def _damping_weights(Y: np.ndarray, C: float) -> np.ndarray:
     med = np.median(Y, axis=0)
     Z = Y - med
     q = np.quantile(Z, [0.4, 0.6], axis=0)
-    s2 = sum((((q[1] - q[0]) / _MIDDLE_20) ** 2).tolist())  # in column order, as their loop adds
+    s2 = sum((((q[1] - q[0]) / _middle_20()) ** 2).tolist())  # in column order, as their loop adds
     T = np.einsum("ij,ij->i", Z, Z)
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.exp(-T / (C * s2))

@@ -168,3 +168,52 @@ def test_pages_a_running_pool_can_draw_are_drawn_there_however_few(monkeypatch):
         one = pool(list(enumerate(pages[:1])), {"Title": "t"})
     assert [indices for indices, _, _ in drawn] == [[0, 1]]  # one document
     assert [indices for indices, _, _ in one] == [[0]]
+
+
+WARM_ONE = """
+import os, sys, time
+from pathlib import Path
+from cmbench import pools
+from cmbench.report.layout import TextPages, text_pages
+from cmbench.report.render.drawing import POOL_COST, Pool
+
+def census(folder, n):
+    # every worker takes one: each waits until all have checked in
+    Path(folder, str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len(os.listdir(folder)) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return os.getpid(), "matplotlib" in sys.modules
+
+def each_worker(folder):
+    os.makedirs(folder)
+    ex = pools.shared(2)
+    return dict(f.result() for f in [ex.submit(census, folder, 2) for _ in range(2)])
+
+folder = sys.argv[1]
+started = each_worker(folder + "/before")  # the sweep's workers, as a run leaves them
+text = TextPages("page")
+text.para("a cheap page")
+pages = text_pages(text, "p")
+assert sum(p.cost for p in pages) < POOL_COST
+with Pool(2) as pool:
+    if sys.argv[2] == "warm":
+        pool.warm()
+    drawn = pool(list(enumerate(pages)), {"Title": "t"})
+after = each_worker(folder + "/after")
+print(sorted(started.values()), sorted(after.values()), len(drawn), drawn[0][1][:5], sep="|")
+"""
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_small_report_imports_matplotlib_only_in_the_worker_that_draws_it(tmp_path, warm):
+    """Below POOL_COST one worker draws: unless the pool was warmed (as for a folder's first
+    report, which every worker draws a part of), the other worker never imports matplotlib."""
+    proc = subprocess.run([sys.executable, "-c", WARM_ONE, str(tmp_path), "warm" if warm else "cold"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    started, after, documents, head = proc.stdout.strip().split("|")
+    assert started == "[False, False]"  # neither worker had it before the report
+    assert documents == "1" and head == "b'%PDF-'"
+    assert after == ("[True, True]" if warm else "[False, True]")  # unwarmed, the other imported nothing
+
