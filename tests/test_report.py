@@ -388,3 +388,21 @@ def test_pdf_pages_text_gives_each_page_its_own_text_when_pages_repeat(tmp_path)
     assert [t.strip() for t in pdf_pages_text(first)] == ["alpha", "beta"]
     assert [t.strip() for t in pdf_pages_text(second)] == ["alpha", "betb"]
     assert pdf_pages_text(second) == [p.extract_text() for p in pypdf.PdfReader(second).pages]
+
+
+def test_a_pools_groups_keep_the_report_order():
+    """Each process's document holds its pages in the report's order, whatever their costs: a
+    lone document holding every page is the report itself."""
+    from cmbench.report.layout import Page
+    from cmbench.report.render.drawing import split
+
+    pages = [(i, Page(f"p{i}", i, _no_draw, cost=cost)) for i, cost in enumerate([0.2, 1.0, 3.0, 0.5, 2.0])]
+    assert [[i for i, _ in g] for g in split(pages, 1)] == [[0, 1, 2, 3, 4]]
+    groups = split(pages, 2)
+    assert sorted(i for g in groups for i, _ in g) == [0, 1, 2, 3, 4]
+    assert all([i for i, _ in g] == sorted(i for i, _ in g) for g in groups)
+    assert sorted(sum(p.cost for _, p in g) for g in groups) == pytest.approx([3.2, 3.5])  # balanced by cost
+
+
+def _no_draw(record):
+    raise AssertionError("not drawn")
