@@ -78,28 +78,16 @@ def real_data_available() -> bool:
 
 
 @pytest.fixture(scope="session")
-def smoke_cli_run(tmp_path_factory) -> subprocess.CompletedProcess:
-    """``cmbench suite smoke --plugin winsorized.py`` (the README's example estimator added),
-    run once per test session through the command line, in-process, with its default options
-    (its report drawn, ``--workers auto``): its exit code and output. The run's folder is
-    ``smoke_run``.
+def smoke_run(tmp_path_factory):
+    """The smoke suite run once per test session (a few seconds): its output folder.
+
+    Holds ``smoke/synthetic.nc``, ``smoke.pdf`` and ``smoke.html``; tests that
+    only read it share it, tests that write copy what they need to tmp_path.
     """
-    root = tmp_path_factory.mktemp("smoke-run")
-    plugin = root / "winsorized.py"
-    plugin.write_text(WINSORIZED)
-    return cli_inproc_result("suite", "smoke", "--out", root / "out", "--plugin", plugin, cwd=root)
+    import cmbench
 
-
-@pytest.fixture(scope="session")
-def smoke_run(smoke_cli_run) -> Path:
-    """The output folder of `smoke_cli_run` (a few seconds, once per test session).
-
-    Holds ``smoke/synthetic.nc`` (the smoke suite's methods and the plugin's
-    ``winsorized-mean``), ``smoke.pdf`` and ``smoke.html``; tests that only read
-    it share it, tests that write copy what they need to tmp_path.
-    """
-    assert smoke_cli_run.returncode == 0, smoke_cli_run.stderr
-    out = Path(str(smoke_cli_run.args[smoke_cli_run.args.index("--out") + 1]))
+    out = tmp_path_factory.mktemp("smoke-run")
+    cmbench.run_suite("smoke", out=out, report=True)
     return out
 
 

@@ -32,15 +32,17 @@ def test_plugins_table_lists_builtins_and_a_plugin_file(winsorized_file):
                for line in lines)
 
 
-def test_smoke_suite_runs_a_plugin_estimator(smoke_cli_run, smoke_run):
-    """``cmbench suite smoke --plugin winsorized.py``, run once for the session's tests."""
-    assert smoke_cli_run.returncode == 0, smoke_cli_run.stderr
-    assert "failed" not in smoke_cli_run.stdout
-    with xr.open_dataset(smoke_run / "smoke" / "synthetic.nc") as ds:
+def test_smoke_suite_runs_a_plugin_estimator(tmp_path, winsorized_file):
+    result = cli_inproc_result("suite", "smoke", "--out", tmp_path / "out", "--plugin", winsorized_file,
+                               cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "failed" not in result.stdout
+    with xr.open_dataset(tmp_path / "out" / "smoke" / "synthetic.nc") as ds:
         assert "winsorized-mean" in ds["estimator"].values
         assert (ds["status"].sel(estimator="winsorized-mean") == "ok").all()
         assert "winsorized-mean" in ds.attrs["methods"]
-    pages = pdf_pages_text(smoke_run / "smoke.pdf")  # drawn by the sweep's warm workers, in order
+    # drawn by the sweep's warm workers (--workers auto), the pages in report order
+    pages = pdf_pages_text(tmp_path / "out" / "smoke.pdf")
     assert squash(pages[0]).startswith("cmbenchreport:smoke") and "cellsthatdidnotrun" in squash(pages[-1])
 
 

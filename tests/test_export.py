@@ -77,11 +77,11 @@ def test_experiments_concatenate_and_suites_get_a_column(smoke_cube):
                                                     "another": smoke_cube["l2"].size}
 
 
-def test_cli_export_and_its_errors(smoke_run, smoke_cube, tmp_path):
+def test_cli_export_and_its_errors(smoke_run, tmp_path):
     nc = smoke_run / "smoke" / "synthetic.nc"
     result = cli_inproc_result("export", nc, "-o", tmp_path / "cells.csv")
     assert result.returncode == 0, result.stderr
-    assert f"({smoke_cube['l2'].size} rows)" in result.stdout and (tmp_path / "cells.csv").is_file()
+    assert "32 rows" in result.stdout and (tmp_path / "cells.csv").is_file()
     for args, fragment in (((nc, "-o", tmp_path / "cells.xlsx"), "'.xlsx'"),
                            ((tmp_path / "nope.nc", "-o", tmp_path / "x.csv"), "nope.nc")):
         bad = cli_inproc_result("export", *args)
