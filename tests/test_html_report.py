@@ -2,7 +2,6 @@
 import json
 import re
 import shutil
-from types import SimpleNamespace
 
 import pytest
 
@@ -13,8 +12,12 @@ from helpers import make_cube, pdf_pages_text, set_cells, squash
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def test_self_contained_and_same_sections(both_reports):
-    text = both_reports.html
+def test_self_contained_and_same_sections(tmp_path):
+    ds = make_cube(instances=3)
+    set_cells(ds, "failed", "RuntimeError: estimator exploded", dataset="uniform", budget=0.3,
+              recoverer="none", estimator="coord-median")
+    out = write_html([ds], tmp_path / "r.html")
+    text = out.read_text()
     # nothing from the network: no external script, stylesheet or image
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=[\"']?(https?:)?//", text)
     assert "<script src" not in text and text.count("<script") >= 3
@@ -22,7 +25,7 @@ def test_self_contained_and_same_sections(both_reports):
                      "Friedman test", "Post-hoc test: Nemenyi", "synthetic: cells that did not run",
                      "RuntimeError: estimator exploded", "<svg"):
         assert fragment in text, fragment
-    assert not list(both_reports.folder.glob("*.part"))
+    assert not list(tmp_path.glob("*.part"))
 
 
 def test_report_command_writes_html(smoke_run, tmp_path):
@@ -104,31 +107,21 @@ def _html_text(text: str) -> str:
     return squash(html_mod.unescape(re.sub(r"<[^>]+>", " ", text)))
 
 
-@pytest.fixture(scope="module")
-def both_reports(tmp_path_factory) -> SimpleNamespace:
-    """The PDF and the HTML of a cube with two adversaries, claims and a failed cell, against a
-    baseline, written once for this file's tests (which read them)."""
+def test_html_and_pdf_hold_the_same_sections_and_claims_verdicts(tmp_path):
+    """One model, two renderers: every PDF page's title is a heading of the HTML, and the claims
+    table (verdicts and measured numbers) is in both, with a baseline too."""
+    from cmbench import verdicts as claims
     from cmbench.report import write_report
+    from cmbench.report.model import build_report
+    from cmbench.report.load import load_cubes
 
-    folder = tmp_path_factory.mktemp("both")
     ds = make_cube(instances=3, adversaries=("min-rho", "random-rho"))
     ds.attrs["claims"] = CLAIMS
     set_cells(ds, "failed", "RuntimeError: estimator exploded", dataset="uniform", budget=0.3,
               recoverer="none", estimator="coord-median")
     base = make_cube(instances=3, adversaries=("min-rho", "random-rho"), seed=1)
-    pdf = write_report([ds], folder / "r.pdf", baseline=base)
-    html = write_html([ds], folder / "r.html", baseline=base).read_text()
-    return SimpleNamespace(folder=folder, cube=ds, baseline=base, pdf=pdf, html=html)
-
-
-def test_html_and_pdf_hold_the_same_sections_and_claims_verdicts(both_reports):
-    """One model, two renderers: every PDF page's title is a heading of the HTML, and the claims
-    table (verdicts and measured numbers) is in both, with a baseline too."""
-    from cmbench import verdicts as claims
-    from cmbench.report.model import build_report
-    from cmbench.report.load import load_cubes
-
-    ds, base, pdf, page = both_reports.cube, both_reports.baseline, both_reports.pdf, both_reports.html
+    pdf = write_report([ds], tmp_path / "r.pdf", baseline=base)
+    page = write_html([ds], tmp_path / "r.html", baseline=base).read_text()
     text = _html_text(page)
     pages = [squash(t) for t in pdf_pages_text(pdf)]
     headings = [_html_text(h) for h in re.findall(r"<h[23][^>]*>(.*?)</h[23]>", page, re.S)]
