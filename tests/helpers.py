@@ -106,7 +106,7 @@ def _page_digest(page) -> str:
     return digest.hexdigest()
 
 
-def drawn_page_texts(cubes, wanted, folder: Path, baseline=None) -> dict[str, str]:
+def drawn_page_texts(cubes, wanted, folder: Path) -> dict[str, str]:
     """The text of the report pages whose slug ``wanted(slug)`` accepts, by slug, in report order.
 
     The pages are built by the report's model (`cmbench.report.build_pages`) and drawn as the PDF
@@ -118,8 +118,7 @@ def drawn_page_texts(cubes, wanted, folder: Path, baseline=None) -> dict[str, st
     from cmbench.report.load import load_cubes
     from cmbench.report.render.drawing import draw_document
 
-    base = load_cubes([baseline])[0] if baseline is not None else None
-    pages = [p for p in build_pages(load_cubes(cubes), title="t", baseline=base) if wanted(p.slug)]
+    pages = [p for p in build_pages(load_cubes(cubes), title="t") if wanted(p.slug)]
     assert pages, "no page of the report is wanted"
     blob, _ = draw_document([(p.record, p.draw) for p in pages], {})
     path = folder / f"pages-{hashlib.sha256(blob).hexdigest()[:12]}.pdf"
