@@ -2,7 +2,8 @@
 
 `make_cube` builds a cube as the runner writes one, with a known order of
 methods; `set_cells` marks cells failed or undefined; `pdf_pages_text`,
-`pdf_info` and `squash` read a written PDF back.
+`pdf_info` and `squash` read a written PDF back; `drawn_page_texts` draws a
+few pages of a report and reads them back.
 """
 from __future__ import annotations
 
@@ -103,6 +104,26 @@ def _page_digest(page) -> str:
 
     feed(page)
     return digest.hexdigest()
+
+
+def drawn_page_texts(cubes, wanted, folder: Path) -> dict[str, str]:
+    """The text of the report pages whose slug ``wanted(slug)`` accepts, by slug, in report order.
+
+    The pages are built by the report's model (`cmbench.report.build_pages`) and drawn as the PDF
+    draws them (`drawing.draw_document`: the report's rc settings) into one document in
+    ``folder``: for a test of what a page says, without drawing the rest of the report (each
+    PDF document costs its font embedding; the pages a test does not read cost their drawing).
+    """
+    from cmbench.report import build_pages
+    from cmbench.report.load import load_cubes
+    from cmbench.report.render.drawing import draw_document
+
+    pages = [p for p in build_pages(load_cubes(cubes), title="t") if wanted(p.slug)]
+    assert pages, "no page of the report is wanted"
+    blob, _ = draw_document([(p.record, p.draw) for p in pages], {})
+    path = folder / f"pages-{hashlib.sha256(blob).hexdigest()[:12]}.pdf"
+    path.write_bytes(blob)
+    return dict(zip([p.slug for p in pages], pdf_pages_text(path), strict=True))
 
 
 def pdf_info(path: Path) -> dict[str, str]:

@@ -54,10 +54,11 @@ def test_a_dict_suite_with_a_grid_over_N_and_an_object_plugin_runs_with_two_work
     assert not (tmp_path / "out" / "api.pdf").exists()  # report=False is the API's default
 
 
-@pytest.mark.parametrize("given", ["[plugin]", '["__main__"]'])
-def test_a_notebook_main_module_estimator_is_shipped_by_value_to_spawned_workers(tmp_path, given):
+def test_a_notebook_main_module_estimator_is_shipped_by_value_to_spawned_workers(tmp_path):
     """As in a Jupyter kernel: the estimator lives in ``__main__`` only, and the workers are
-    fresh processes whose own ``__main__`` does not have it."""
+    fresh processes whose own ``__main__`` does not have it. Given as a plugin object, then by
+    the module's name, in one interpreter: the second run's workers are the first's, still
+    without it (each job carries the estimator it runs)."""
     code = textwrap.dedent(f"""
         import types, numpy as np, cmbench
         def halved(X, *, rng):
@@ -69,13 +70,14 @@ def test_a_notebook_main_module_estimator_is_shipped_by_value_to_spawned_workers
         suite = {{"name": "nb", "experiment": [{{"name": "e", "datasets": [{{"name": "synthetic-gaussian", "N": 60}}],
                   "adversaries": ["hide-smallest"], "budgets": [0.1, 0.2], "recoverers": ["none"],
                   "estimators": ["mean"]}}]}}
-        ds = cmbench.run_suite(suite, out={str(tmp_path / 'out')!r}, workers=2, plugins={given})["e"]
-        print(sorted(set(ds["status"].values.ravel().tolist())), ds["estimator"].values.tolist())
+        for k, given in enumerate(([plugin], ["__main__"])):
+            ds = cmbench.run_suite(suite, out={str(tmp_path)!r} + f"/out{{k}}", workers=2, plugins=given)["e"]
+            print(sorted(set(ds["status"].values.ravel().tolist())), ds["estimator"].values.tolist())
     """)
     env = dict(os.environ, CMBENCH_WORKER_START="spawn")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "['ok'] ['mean', 'halved']"
+    assert done.stdout.splitlines() == ["['ok'] ['mean', 'halved']"] * 2
 
 
 def test_an_edited_plugin_object_recomputes_its_cells(tmp_path):

@@ -162,14 +162,20 @@ def test_the_paper_page_states_every_claim_of_the_paper_suite():
                 f"claim {claim['id']} of experiment {experiment['name']} is not in docs/paper.md's table"
 
 
-def executed(path: Path, folder: Path):
+def executed(path: Path, folder: Path, probe: str | None = None):
     """The notebook at ``path`` run in a fresh kernel whose working folder is ``folder``, with
     the outputs a stored copy keeps: everything but the progress bar's text (stderr) and the
-    cube's HTML view (its text view stays), which would make the file large and noisy."""
+    cube's HTML view (its text view stays), which would make the file large and noisy.
+
+    ``probe``: code run in the kernel after the notebook's cells; with it, ``(notebook, what
+    the probe printed)``, the notebook without the probe's cell.
+    """
     import nbformat
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
+    if probe is not None:
+        notebook.cells.append(nbformat.v4.new_code_cell(probe))
     client = NotebookClient(notebook, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(folder)}})
     client.execute()  # raises CellExecutionError, with the cell and its traceback, if a cell fails
@@ -179,7 +185,43 @@ def executed(path: Path, folder: Path):
             for output in cell.outputs:
                 if "image/png" not in output.get("data", {}):
                     output.get("data", {}).pop("text/html", None)
-    return notebook
+    if probe is None:
+        return notebook
+    printed = "".join(o.get("text", "") for o in notebook.cells.pop().outputs)
+    return notebook, printed
+
+
+# Run in the tutorial's kernel after its cells: on each axis of its figure, the visible tick labels,
+# major and minor, that overlap, and the axes that show two labels or more (a shared axis shows its
+# labels on one panel only).
+TICK_PROBE = """\
+import json as _json
+from matplotlib.backends.backend_agg import FigureCanvasAgg as _Agg
+_canvas = _Agg(fig)  # the inline backend closed the figure once shown
+_canvas.draw()
+_renderer = _canvas.get_renderer()
+_labelled, _overlaps = set(), []
+for _ax in fig.axes:
+    for _axis in (_ax.xaxis, _ax.yaxis):
+        _low, _high = sorted(_axis.get_view_interval())
+        _boxes = [_t.label1.get_window_extent(_renderer) for _t in [*_axis.get_major_ticks(), *_axis.get_minor_ticks()]
+                  if _t.label1.get_visible() and _t.label1.get_text() and _low <= _t.get_loc() <= _high]
+        if len(_boxes) >= 2:
+            _labelled.add(_axis.axis_name)
+        _overlaps += [f"{_ax.get_title()}: {_axis.axis_name} tick labels overlap"
+                      for _i, _a in enumerate(_boxes) for _b in _boxes[_i + 1:] if _a.overlaps(_b)]
+print(_json.dumps({"labelled": sorted(_labelled), "overlaps": _overlaps}))
+"""
+
+
+@pytest.fixture(scope="module")
+def tutorial(tmp_path_factory):
+    """The tutorial run in a fresh kernel (`executed`), once for this file's tests, and what
+    `TICK_PROBE` found in its figure there."""
+    import json
+
+    notebook, printed = executed(NOTEBOOK, tmp_path_factory.mktemp("tutorial"), probe=TICK_PROBE)
+    return notebook, json.loads(printed)
 
 
 def _png(notebook) -> bytes:
@@ -212,13 +254,13 @@ def store(path: Path = NOTEBOOK, figure: Path = FIGURE) -> None:
     figure.write_bytes(_png(notebook))
 
 
-def test_the_tutorial_notebook_runs_in_a_fresh_kernel_and_shows_what_is_stored(tmp_path):
+def test_the_tutorial_notebook_runs_in_a_fresh_kernel_and_shows_what_is_stored(tutorial):
     """The notebook of the tutorial: an estimator defined in a cell, a suite given as a dict with a
     grid over N, error plotted against p_dataset_N, the ranking and the claims. Run afresh, it
     prints what its stored copy shows (the runs are seeded), so the stored outputs are current."""
     import nbformat
 
-    notebook = executed(NOTEBOOK, tmp_path)
+    notebook, _ = tutorial
     _png(notebook)
     printed = _printed(notebook)
     for method in ("Empirical Mean", "C-Median", "Winsorized Mean"):
@@ -259,38 +301,13 @@ def test_the_tutorial_page_shows_the_notebooks_figure(site):
     assert (site / FIGURE.name).read_bytes() == FIGURE.read_bytes()
 
 
-def test_the_tutorial_figure_has_no_overlapping_tick_labels(monkeypatch, tmp_path):
-    """The notebook's code run in this process (a real run into tmp_path): on each axis the
-    visible tick labels, major and minor, do not overlap (the default labelled every minor
-    tick of the short log ranges, and they ran into one another)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import nbformat
-
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    for cell in nbformat.read(NOTEBOOK, as_version=4).cells:
-        if cell.cell_type == "code":
-            source = "\n".join(line for line in cell.source.splitlines() if not line.startswith("%"))
-            source = source.replace('tempfile.mkdtemp(prefix="cmbench-tutorial-")', repr(str(tmp_path)))
-            exec(compile(source, "tutorial.ipynb", "exec"), namespace)
-    fig = namespace["fig"]
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    labelled = set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            low, high = sorted(axis.get_view_interval())
-            ticks = [*axis.get_major_ticks(), *axis.get_minor_ticks()]
-            boxes = [t.label1.get_window_extent(renderer) for t in ticks
-                     if t.label1.get_visible() and t.label1.get_text() and low <= t.get_loc() <= high]
-            if len(boxes) >= 2:  # a shared axis shows its labels on one panel only
-                labelled.add(axis.axis_name)
-            for i, a in enumerate(boxes):
-                for b in boxes[i + 1:]:
-                    assert not a.overlaps(b), f"{ax.get_title()}: {axis.axis_name} tick labels overlap"
-    assert labelled == {"x", "y"}, "both axes carry at least two labels"
+def test_the_tutorial_figure_has_no_overlapping_tick_labels(tutorial):
+    """The notebook's figure, as its kernel drew it: on each axis the visible tick labels, major
+    and minor, do not overlap (the default labelled every minor tick of the short log ranges, and
+    they ran into one another)."""
+    _, ticks = tutorial
+    assert not ticks["overlaps"], ticks["overlaps"]
+    assert ticks["labelled"] == ["x", "y"], "both axes carry at least two labels"
 
 
 def test_the_benchmarks_readme_says_how_to_run_every_script():

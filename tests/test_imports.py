@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import textwrap
 from pathlib import Path
@@ -15,9 +16,15 @@ PACKAGE = Path(cmbench.__file__).parent
 ROOTS = {"cmbench": PACKAGE, "cmbench.builtins": Path(importlib.import_module("cmbench.builtins").__file__).parent}
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once for this file's tests (which only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path):
     """(level, module, names) of every ``from ... import ...`` in a file."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom):
             yield node.level, node.module, [a.name for a in node.names]
 
@@ -72,7 +79,7 @@ def imported_modules(name: str, path: Path, is_package: bool, known) -> dict:
     """
     here = name if is_package else name.rpartition(".")[0]
     out: dict = {}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             pairs = [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -151,12 +158,17 @@ def describe(cycle: list, graph: dict) -> str:
     return "; ".join(f"{a} -> {b} ({where(a, b)})" for a, b in zip(cycle, cycle[1:]))
 
 
+@pytest.fixture(scope="module")
+def graph() -> dict:
+    """`import_graph` of cmbench and its built-in plugins, built once for this file's tests."""
+    return import_graph(ROOTS)
+
+
 @pytest.mark.parametrize("depth", [None, 2], ids=["modules", "subpackages"])
-def test_no_import_cycle(depth):
+def test_no_import_cycle(graph, depth):
     """No module of cmbench or of its built-in plugins imports itself back through others, and
     no subpackage (runner, report, builtins) imports a module that imports it: each arrow
     points one way."""
-    graph = import_graph(ROOTS)
     if depth is not None:
         graph = collapsed(graph, depth)
     cycle = find_cycle(graph)
@@ -203,12 +215,11 @@ def test_the_cycle_search_passes_a_tree(tmp_path):
     assert find_cycle(graph) == []
 
 
-def test_no_builtin_plugin_imports_another():
+def test_no_builtin_plugin_imports_another(graph):
     """A built-in plugin shares code with another only through a module that registers
     nothing (such as ``cmbench.builtins.rows``), as a third-party plugin would."""
     from cmbench.plugins import BUILTIN_MODULES
 
-    graph = import_graph(ROOTS)
     registering = {f"cmbench.builtins.{name}" for name in BUILTIN_MODULES}
     wrong = {name: sorted(set(graph[name]) & registering) for name in sorted(registering)}
     assert not any(wrong.values()), {name: targets for name, targets in wrong.items() if targets}

@@ -280,8 +280,10 @@ def test_page_cache_redraws_only_the_pages_whose_data_changed(tmp_path, monkeypa
     changed = ds.copy(deep=True)  # one method's l2 error under one adversary
     sel = dict(adversary="random-rho", recoverer="none", estimator="mean")
     changed["l2"].loc[sel] = changed["l2"].loc[sel] * 3
+    kept = set(cache.glob("*.pdf"))
     drawn.clear()
     merged = write_report([changed], tmp_path / "c.pdf", page_cache=cache)
+    redrawn = set(drawn)
     assert "synthetic-random-rho-l2" in drawn
     assert not {"synthetic-min-rho-l2", "synthetic-min-rho-mahalanobis", "synthetic-random-rho-mahalanobis",
                 "synthetic-runtime", "synthetic-cd-mahalanobis"} & set(drawn)
@@ -289,21 +291,17 @@ def test_page_cache_redraws_only_the_pages_whose_data_changed(tmp_path, monkeypa
     assert _texts_without_times(merged) == _texts_without_times(fresh)
     assert len(pdf_pages_text(merged)) == len(slugs)
 
-
-def test_page_cache_redraws_the_pages_of_a_damaged_document(tmp_path, monkeypatch):
-    ds = make_cube(metrics=("l2",))
-    cache = tmp_path / "pages"
-    first = write_report([ds], tmp_path / "a.pdf", page_cache=cache)
-    docs = list(cache.glob("*.pdf"))
-    assert len(docs) == 1
-    blob = bytearray(docs[0].read_bytes())
-    blob[len(blob) // 2] ^= 0xFF  # a torn or edited document is never used
-    docs[0].write_bytes(bytes(blob))
-    drawn = _drawn_pages(monkeypatch)
-    again = write_report([ds], tmp_path / "b.pdf", page_cache=cache)
-    assert len(drawn) == len(pdf_pages_text(first))
-    assert _texts_without_times(again) == _texts_without_times(first)
-    assert docs[0] not in set(cache.glob("*.pdf"))  # no report uses it any more
+    # a torn or edited document is never used: the pages it held (here, those drawn just now) are
+    # drawn again, the others still taken from the cache, and no report uses it any more
+    (new,) = set(cache.glob("*.pdf")) - kept
+    blob = bytearray(new.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF
+    new.write_bytes(bytes(blob))
+    drawn.clear()
+    again = write_report([changed], tmp_path / "d.pdf", page_cache=cache)
+    assert set(drawn) == redrawn
+    assert _texts_without_times(again) == _texts_without_times(fresh)
+    assert new not in set(cache.glob("*.pdf"))
 
 
 def test_page_records_have_a_digest_and_the_same_record_the_same_digest():
@@ -388,3 +386,21 @@ def test_pdf_pages_text_gives_each_page_its_own_text_when_pages_repeat(tmp_path)
     assert [t.strip() for t in pdf_pages_text(first)] == ["alpha", "beta"]
     assert [t.strip() for t in pdf_pages_text(second)] == ["alpha", "betb"]
     assert pdf_pages_text(second) == [p.extract_text() for p in pypdf.PdfReader(second).pages]
+
+
+def test_a_pools_groups_keep_the_report_order():
+    """Each process's document holds its pages in the report's order, whatever their costs: a
+    lone document holding every page is the report itself."""
+    from cmbench.report.layout import Page
+    from cmbench.report.render.drawing import split
+
+    pages = [(i, Page(f"p{i}", i, _no_draw, cost=cost)) for i, cost in enumerate([0.2, 1.0, 3.0, 0.5, 2.0])]
+    assert [[i for i, _ in g] for g in split(pages, 1)] == [[0, 1, 2, 3, 4]]
+    groups = split(pages, 2)
+    assert sorted(i for g in groups for i, _ in g) == [0, 1, 2, 3, 4]
+    assert all([i for i, _ in g] == sorted(i for i, _ in g) for g in groups)
+    assert sorted(sum(p.cost for _, p in g) for g in groups) == pytest.approx([3.2, 3.5])  # balanced by cost
+
+
+def _no_draw(record):
+    raise AssertionError("not drawn")

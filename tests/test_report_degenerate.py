@@ -41,20 +41,38 @@ def _inf(ds):
 @pytest.mark.parametrize("spoil", [_failed, _undefined, _nan, _inf])
 def test_a_cube_with_no_value_gets_a_report_that_says_what_it_left_out(tmp_path, spoil):
     ds = spoil(make_cube(methods={"Empirical Mean": ("none", "mean")}, metrics=("l2",)))
+    stale = _stale_temporary_file(tmp_path / "r.pdf")
     pdf = write_report([ds], tmp_path / "r.pdf")
+    assert not stale.exists()  # a killed report's leftover is removed by the next report
     page = write_html([ds], tmp_path / "r.html").read_text()
     text = squash(" ".join(pdf_pages_text(pdf)))
     assert "Provenance" in page and "Left out: no curve page" in page
     assert squash("cells that did not run") in text
 
 
-def test_labels_with_dollars_and_long_labels_are_plain_text(tmp_path):
-    long = "a-very-long-method-label-" * 6  # 150 characters
-    ds = make_cube(methods={"$5 vs $10": ("none", "mean"), long: ("none", "coord-median")},
-                   metrics=("l2",))  # every page that shows a label, with one metric
-    text = squash(" ".join(pdf_pages_text(write_report([ds], tmp_path / "r.pdf"))))
-    assert squash("$5 vs $10") in text and squash(long)[:60] in text
-    assert "$5 vs $10" in write_html([ds], tmp_path / "r.html").read_text().replace("&#x27;", "'")
+LONG = "a-very-long-method-label-" * 6  # 150 characters
+
+
+@pytest.fixture(scope="module")
+def awkward(tmp_path_factory):
+    """PDF and HTML reports of a cube with awkward method labels and a suite file and host that
+    must not show, read from a deep folder (one metric: every kind of page, a short report);
+    the pages' text squashed, once for this file's tests."""
+    folder = tmp_path_factory.mktemp("awkward")
+    ds = make_cube(methods={"$5 vs $10": ("none", "mean"), LONG: ("none", "coord-median")}, metrics=("l2",))
+    ds.attrs["suite_file"] = str(folder / "suites" / "mine.toml")
+    ds.attrs["host"] = "secret-host"
+    cube = folder / "deep" / "folder" / "synthetic.nc"
+    cube.parent.mkdir(parents=True)
+    ds.to_netcdf(cube, engine="netcdf4")
+    pdf = squash(" ".join(pdf_pages_text(write_report([cube], folder / "r.pdf"))))
+    return folder, pdf, write_html([cube], folder / "r.html").read_text()
+
+
+def test_labels_with_dollars_and_long_labels_are_plain_text(awkward):
+    _, pdf, page = awkward
+    assert squash("$5 vs $10") in pdf and squash(LONG)[:60] in pdf
+    assert "$5 vs $10" in page.replace("&#x27;", "'")
 
 
 @pytest.mark.parametrize("kind", ["pdf", "html"])
@@ -71,16 +89,16 @@ def test_an_unwritable_report_path_is_named_before_anything_is_drawn(tmp_path, k
     assert not built
 
 
-def test_a_stale_temporary_file_of_a_killed_report_is_removed(tmp_path):
+def _stale_temporary_file(report: Path) -> Path:
+    """The temporary file a report killed an hour ago left beside ``report``."""
     import os
     import time
 
-    stale = tmp_path / ".r.pdf.abc123.tmp"
+    stale = report.parent / f".{report.name}.abc123.tmp"
     stale.write_bytes(b"")
     old = time.time() - 3600
     os.utime(stale, (old, old))
-    write_report([_failed(make_cube(metrics=("l2",)))], tmp_path / "r.pdf")  # any report removes it: a short one
-    assert not stale.exists() and (tmp_path / "r.pdf").stat().st_size > 0
+    return stale
 
 
 def test_no_module_of_the_report_imports_another_in_a_circle():
@@ -117,15 +135,8 @@ def test_no_module_of_the_report_imports_another_in_a_circle():
     assert "render.pdf" in graph and "content.figures" in graph["pages"]  # function-level imports are read
 
 
-def test_reports_hold_no_absolute_path_and_no_host(tmp_path):
-    ds = make_cube(metrics=("l2",))  # every kind of page, with one metric
-    ds.attrs["suite_file"] = str(tmp_path / "suites" / "mine.toml")
-    ds.attrs["host"] = "secret-host"
-    cube = tmp_path / "deep" / "folder" / "synthetic.nc"
-    cube.parent.mkdir(parents=True)
-    ds.to_netcdf(cube, engine="netcdf4")
-    pdf = " ".join(pdf_pages_text(write_report([cube], tmp_path / "r.pdf")))
-    page = write_html([cube], tmp_path / "r.html").read_text()
-    for text in (squash(pdf), squash(page)):
-        assert squash(str(tmp_path)) not in text and "secret-host" not in text
+def test_reports_hold_no_absolute_path_and_no_host(awkward):
+    folder, pdf, page = awkward
+    for text in (pdf, squash(page)):
+        assert squash(str(folder)) not in text and "secret-host" not in text
         assert "mine.toml" in text and "synthetic.nc" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -43,40 +44,71 @@ def _svgs(html: str) -> list[str]:
     return [re.sub(r'id="[^"]*"|#[\w.-]+', "", s) for s in re.findall(r"<svg.*?</svg>", html, flags=re.S)]
 
 
-def test_a_figure_is_computed_once_for_both_reports_and_kept_for_the_next_run(tmp_path, monkeypatch):
-    ds = make_cube(metrics=("l2",))  # one metric: a shorter report, the same steps
+def _dis_compare_cube():
+    """The example cube with Figure fig:disCompare (one metric: a shorter report, the same steps)."""
+    ds = make_cube(metrics=("l2",))
     ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
-    calls = _counted_dis_compare(monkeypatch)
-    outputs = _outputs(tmp_path, ds)
-    pdf, html = write_suite_reports(outputs)
-    assert len(calls) == 1  # drawn for the PDF; the HTML took that drawing's SVG
+    return ds
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory) -> SimpleNamespace:
+    """`_dis_compare_cube`'s run with both reports drawn here, once for this file's tests, and how
+    often the figure was computed for them: tests work on a copy (`_copy`)."""
+    folder = tmp_path_factory.mktemp("drawn")
+    ds = _dis_compare_cube()
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        calls = _counted_dis_compare(monkeypatch)
+        outputs = _outputs(folder, ds)
+        write_suite_reports(outputs)
+    return SimpleNamespace(folder=folder, digests=outputs.digests, calls=len(calls))
+
+
+def _copy(drawn: SimpleNamespace, tmp_path: Path) -> SimpleNamespace:
+    """The outputs of `drawn`'s run (cube, reports, page cache) copied into ``tmp_path``."""
+    shutil.copytree(drawn.folder, tmp_path, dirs_exist_ok=True)
+    return SimpleNamespace(cubes=(tmp_path / "smoke" / "synthetic.nc",), digests=drawn.digests,
+                           report=tmp_path / "smoke", cache=tmp_path / "smoke" / ".cache")
+
+
+@pytest.fixture(scope="module")
+def alone(drawn, tmp_path_factory) -> SimpleNamespace:
+    """The HTML report of `drawn`'s cube written alone (no page cache): its SVG figures, and how
+    often it computed fig:disCompare."""
+    from cmbench.report.render.html import write_html
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        calls = _counted_dis_compare(monkeypatch)
+        html = write_html([drawn.folder / "smoke" / "synthetic.nc"], tmp_path_factory.mktemp("alone") / "alone.html")
+    return SimpleNamespace(svgs=_svgs(html.read_text()), calls=len(calls))
+
+
+def test_a_figure_is_computed_once_for_both_reports_and_kept_for_the_next_run(tmp_path, monkeypatch, drawn, alone):
+    assert drawn.calls == 1  # drawn for the PDF; the HTML took that drawing's SVG
+    outputs = _copy(drawn, tmp_path)
+    pdf, html = (outputs.report.with_suffix(s) for s in (".pdf", ".html"))
     assert any("fig:disCompare" in t for t in pdf_pages_text(pdf))
     page = html.read_text()
     assert "d_ENTRY" in page and len(_svgs(page)) >= 2  # the figure and the CD diagrams
     kept = list((outputs.cache / "pages").glob("*.svg"))
     assert kept
 
+    calls = _counted_dis_compare(monkeypatch)
     pdf.unlink()
     html.unlink()
     write_suite_reports(outputs)  # both reports again, from the page cache: nothing computed
-    assert len(calls) == 1
+    assert not calls
     assert _svgs(html.read_text()) == _svgs(page)
 
-    calls.clear()  # without a page cache, the HTML draws its figure itself
-    from cmbench.report.render.html import write_html
-
-    alone = write_html([outputs.cubes[0]], tmp_path / "alone.html")
-    assert len(calls) == 1
-    assert _svgs(alone.read_text()) == _svgs(page)
+    assert alone.calls == 1  # without a page cache, the HTML draws its figure itself
+    assert alone.svgs == _svgs(page)
 
 
-def test_svg_figures_no_report_uses_are_deleted(tmp_path):
-    ds = make_cube(metrics=("l2",))  # one metric: a shorter report, the same steps
-    outputs = _outputs(tmp_path, ds)
-    pdf, html = write_suite_reports(outputs)
+def test_svg_figures_no_report_uses_are_deleted(tmp_path, drawn):
+    outputs = _copy(drawn, tmp_path)
     first = {p.name for p in (outputs.cache / "pages").glob("*.svg")}
-    assert first  # the critical-difference diagrams
-    changed = ds.copy(deep=True)  # other numbers: other ranks, other diagrams
+    assert first  # fig:disCompare and the critical-difference diagram
+    changed = _dis_compare_cube()  # other numbers: other ranks, another diagram
     changed["l2"][:] = changed["l2"].values[..., ::-1]
     write_suite_reports(_outputs(tmp_path, changed))
     second = {p.name for p in (outputs.cache / "pages").glob("*.svg")}
@@ -85,23 +117,20 @@ def test_svg_figures_no_report_uses_are_deleted(tmp_path):
     assert second - first and first - second
 
 
-def test_a_pool_hands_its_figures_to_the_html(tmp_path, monkeypatch):
+def test_a_pool_hands_its_figures_to_the_html(tmp_path, monkeypatch, alone):
     from cmbench.report.render import drawing, html as html_module
 
     monkeypatch.setattr(drawing, "POOL_COST", 0.0)  # the pool draws even this small report
     drawn_here = []
     original = html_module.svg_of
     monkeypatch.setattr(html_module, "svg_of", lambda fig: drawn_here.append(fig) or original(fig))
-    ds = make_cube(metrics=("l2",))  # one metric: fig:disCompare and one CD diagram, half the pages
-    ds.attrs["theory_figures"] = json.dumps(["fig:disCompare"])
-    outputs = _outputs(tmp_path, ds)
+    outputs = _outputs(tmp_path, _dis_compare_cube())  # fig:disCompare and one CD diagram
     pdf, html = write_suite_reports(outputs, workers=2)
     docs = {loc[0] for loc in json.loads((outputs.cache / "pages" / "index.json").read_text())["pages"].values()}
     assert len(docs) == 2  # drawn by the pool's two processes
     n_cd = html.read_text().count('class="cd"')
     assert n_cd >= 1 and not drawn_here  # fig:disCompare and the CD diagrams came from the pool
-    alone = html_module.write_html([outputs.cubes[0]], tmp_path / "alone.html")  # drawn here, no cache
-    assert _svgs(alone.read_text()) == _svgs(html.read_text())
+    assert alone.svgs == _svgs(html.read_text())  # as drawn here, without a cache
 
 
 def test_with_its_pages_drawn_by_a_pool_the_writing_process_imports_no_plotting_or_cluster_library(tmp_path):

@@ -126,14 +126,16 @@ def warm() -> None:
 
 
 def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Page]]]:
-    """``n`` groups of about equal drawing cost (`Page.cost`), the costliest pages placed first."""
+    """``n`` groups of about equal drawing cost (`Page.cost`), the costliest pages placed first;
+    each group in report order (its document's page order: `pdf._merged` takes a lone document
+    holding every page as the report itself)."""
     groups: list[list[tuple[int, Page]]] = [[] for _ in range(max(1, n))]
     load = [0.0] * len(groups)
     for item in sorted(pages, key=lambda ip: -ip[1].cost):
         k = load.index(min(load))
         groups[k].append(item)
         load[k] += item[1].cost
-    return [g for g in groups if g]
+    return [sorted(g, key=lambda ip: ip[0]) for g in groups if g]
 
 
 class Pool(contextlib.AbstractContextManager):
