@@ -299,7 +299,9 @@ def test_page_cache_redraws_only_the_pages_whose_data_changed(tmp_path, monkeypa
     new.write_bytes(bytes(blob))
     drawn.clear()
     again = write_report([changed], tmp_path / "d.pdf", page_cache=cache)
-    assert set(drawn) == redrawn
+    # provenance says when: redrawn whenever the clock has moved on since the last report, so
+    # either run may or may not have drawn it
+    assert set(drawn) - {"provenance"} == redrawn - {"provenance"}
     assert _texts_without_times(again) == _texts_without_times(fresh)
     assert new not in set(cache.glob("*.pdf"))
 
