@@ -48,11 +48,6 @@ def _check_eps(name: str, eps: float) -> float:
     return float(eps)
 
 
-def _cmedian(Y: np.ndarray) -> np.ndarray:
-    """Coordinate-wise median (MATLAB's ``median``: the mean of the middle two for even N)."""
-    return column_medians(Y)
-
-
 # -------------------------------------------------------------------- prune
 
 
@@ -79,7 +74,7 @@ def pruned_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     Y = complete_rows(X, "prune")
     N, d = Y.shape
     r = radius * math.sqrt(d * math.log(N / eps))
-    center = _cmedian(Y)
+    center = column_medians(Y)  # MATLAB's median too: the mean of the middle two for even N
     keep = np.flatnonzero(np.sqrt(sq_dist(Y, center)) < r)
     if keep.size == 0:  # the reference's mean of nothing is NaN: return the ball's centre
         return finite(center, "prune")
@@ -213,7 +208,7 @@ def _lrv(Y: np.ndarray, eta: float) -> np.ndarray:
     Z, buf = Y, None
     while Z.shape[1] > 1:
         n = Z.shape[1]
-        T = sq_dist(Z, _cmedian(Z))
+        T = sq_dist(Z, column_medians(Z))
         # MATLAB's prctile: the i-th smallest value sits at 100 (i - 0.5) / N, linear between.
         thresh = np.percentile(T, 100.0 * (1.0 - eta) ** 2, method="hazen")
         keep = np.flatnonzero(T <= thresh)
