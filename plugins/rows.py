@@ -21,17 +21,13 @@ from typing import Callable
 import numpy as np
 
 import cmbench
-from cmbench.theory import BLOCK_ELEMENTS
+from cmbench.theory import BLOCK_ELEMENTS, CACHE_ELEMENTS
 
 #: the magnitude beyond which (or below whose inverse) the rows are rescaled before sums of
 #: squares: 2**400 is about 1e120, whose square summed over 1e6 rows is still finite
 HUGE = 2.0 ** 400
 #: where `spatial_median` starts: the coordinate-wise median or the mean
 GM_STARTS = ("cmedian", "mean")
-#: Entries of a block of rows that stays in the processor's cache (2 MB of float64) while
-#: `sq_dist` reads it twice (the difference, then its squares); 512-1024 rows at n = 400 were
-#: fastest (benchmarks/README.md)
-CACHE_ELEMENTS = 1 << 18
 
 
 def as_matrix(X: np.ndarray) -> np.ndarray:

@@ -11,6 +11,27 @@ from conftest import cli_inproc_result
 from helpers import pdf_pages_text, squash
 
 
+@pytest.mark.parametrize("n", [1, 2, 9, 17])
+@pytest.mark.parametrize("N", [1, 2, 1000, 70_000])  # 70,000 rows span several row blocks
+def test_column_nanstd_is_numpys_nanstd_bit_for_bit(N, n):
+    import warnings
+
+    from cmbench.runner.metrics import column_nanstd
+
+    rng = np.random.default_rng(N * 100 + n)
+    X = rng.standard_normal((N, n)) * np.exp(rng.uniform(-30, 30, (N, 1))) + rng.uniform(-1e6, 1e6, n)
+    if n > 4:
+        X[:, 1] = 3.0  # a constant column
+        X[0, 2] = np.nan  # a column with a hidden entry
+        X[:, 3] = np.nan  # a column with no value
+        X[-1, 4] = np.inf
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's: no value in column 3
+        want = np.nanstd(X, axis=0)
+        got = column_nanstd(X)
+    assert got.tobytes() == want.tobytes()
+
+
 def test_a_fill_is_not_a_recovery():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 3)) * [1.0, 10.0, 0.1]

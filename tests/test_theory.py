@@ -160,6 +160,21 @@ def test_changed_entries_counts_nan_as_a_value():
     assert T.changed_entries(X[:, :, None], Y[:, None, :]).shape == (2, 3, 3)  # broadcasts
 
 
+def test_changed_entries_of_a_sample_larger_than_a_cache_block_is_the_plain_expression():
+    rng = np.random.default_rng(3)
+    n = 7
+    N = 3 * (T.CACHE_ELEMENTS // n) + 5  # three whole row blocks and a partial one
+    X = rng.standard_normal((N, n))
+    Y = X.copy()
+    Y[rng.random(N) < 0.1] = 5.0  # whole rows replaced
+    Y[rng.random((N, n)) < 0.01] = np.nan  # entries hidden
+    X[rng.random((N, n)) < 0.01] = np.nan  # some hidden in both
+    X[0, 0], Y[0, 0] = -0.0, 0.0  # equal numbers
+    plain = ~((X == Y) | (np.isnan(X) & np.isnan(Y)))
+    assert np.array_equal(T.changed_entries(X, Y), plain)
+    assert plain.any() and not plain.all()
+
+
 def test_budget_count():
     assert T.budget_count(0.29, 100) == 29  # 0.29 * 100 == 28.999999999999996 in floats
     assert T.budget_count(0.3, 10) == 3

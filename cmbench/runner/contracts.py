@@ -163,15 +163,17 @@ def _matched(xb: np.ndarray, yb: np.ndarray) -> np.ndarray:
     return order[target]
 
 
-def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> tuple[np.ndarray, Optional[np.ndarray]]:
+def check_corruption(Xc: Any, X: np.ndarray, adv: Entry,
+                     budget: float) -> tuple[np.ndarray, Optional[np.ndarray], Optional[np.ndarray]]:
     """The adversary's contract: shape, mode, budget at its level and placement.
 
     A missing-mode adversary only hides; a replace-mode one only puts finite values in place of
     others (it may not hide an entry: a NaN would be recorded as a replacement while the
     estimators see a missing value; nor put inf, which a recoverer would be blamed for).
 
-    Returns the corruption and, for a deleting adversary, the row of ``X`` each of its rows is
-    (`kept_rows`; None for the other modes).
+    Returns the corruption; for a deleting adversary, the row of ``X`` each of its rows is
+    (`kept_rows`; None for the other modes); and, for the other modes, the entries it changed
+    (`cmbench.theory.changed_entries`; None for a deletion), which the unit's measures reuse.
     """
     Xc = _real(Xc)
     N, n = X.shape
@@ -181,7 +183,7 @@ def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> tuple
         if N - rows.size > cap:
             raise ValueError(f"exceeded its budget: {N - rows.size} rows deleted, at most {cap} allowed "
                              f"with budget {budget:g}")
-        return Xc, rows
+        return Xc, rows, None
     if Xc.shape != X.shape:
         raise ValueError(f"returned shape {Xc.shape}, expected {X.shape}")
     changed = changed_entries(Xc, X)
@@ -211,7 +213,7 @@ def check_corruption(Xc: Any, X: np.ndarray, adv: Entry, budget: float) -> tuple
         if early.size:
             raise ValueError(f"places its rows last but corrupted row {int(early[0])}, before the last "
                              f"{cap} rows (of {N}) its budget {budget:g} buys")
-    return Xc, None
+    return Xc, None, changed
 
 
 def check_recovery(out: Any, Xc: np.ndarray) -> tuple[np.ndarray, dict]:

@@ -92,7 +92,9 @@ def _execute(job: Job) -> WorkResult:
             result["stale"] += 1
         else:
             recovered.append((label, blob, seconds))
-    Xc = rows = None  # rows: a deletion's kept clean rows (`checks.kept_rows`), None otherwise
+    # rows: a deletion's kept clean rows (`checks.kept_rows`), None otherwise; changed: a fresh
+    # corruption's changed entries (a cached one's are computed by the recovery measures if needed)
+    Xc = rows = changed = None
     Xc_blob = None  # the corruption as stored (cached or encoded here), which Xc decodes
     inliers = work.inliers  # the cached corruption's; a fresh one's below
     if work.corrupted is not None and not work.corruption:
@@ -109,8 +111,9 @@ def _execute(job: Job) -> WorkResult:
         result["corruption"] = outcome_record(corrupted, seconds=corrupted.seconds)
         if corrupted.status != OK:
             return result
-        Xc, rows = corrupted.value
-        measures = corruption_measures(data.X, Xc, data.mean, rows)
+        Xc, rows, changed = corrupted.value
+        corrupted.value = None  # ``changed`` (1/8 of the matrix) is let go after the last recovery
+        measures = corruption_measures(data.X, Xc, data.mean, rows, changed)
         result["corruption"].update(measures)
         inliers = measures["inlier_mean"]
         Xc_blob = result["matrices"]["corruption"] = encode(Xc, data.X, rows)
@@ -122,7 +125,9 @@ def _execute(job: Job) -> WorkResult:
     for label, blob, seconds in [(label, None, None) for label in recover] + recovered:
         rec = _entry(exp.recoverers, label)
         if blob is None:
-            recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc, rows)
+            recovery, Xr = _recover(job, suite.seed, adv, rec, data, Xc, rows, changed)
+            if label == recover[-1]:
+                changed = None
             result["recovery"][label] = recovery
             if Xr is None:
                 continue
@@ -142,8 +147,8 @@ def _execute(job: Job) -> WorkResult:
 
 
 def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: dict) -> Outcome:
-    """Corrupt once; an ok outcome's value is ``(Xc, rows)``, rows a deletion's kept clean rows
-    (`checks.kept_rows`) or None."""
+    """Corrupt once; an ok outcome's value is ``(Xc, rows, changed)``, rows a deletion's kept
+    clean rows (`checks.kept_rows`) or None, changed the entries it changed (None for a deletion)."""
     rng = rng_for(seed, "corrupt", *job.coords, *stream)
     truth = {"true_mean": data.mean, "true_cov": data.cov} if adv.decl.needs_truth else {}
     shared = (data.X, data.structure, *truth.values())
@@ -152,8 +157,8 @@ def _corrupt(job: Job, seed: int, adv: Entry, data: Data, stream: tuple, extra: 
                structure=data.structure, **bind(adv.params, job.budget), **truth, **extra)
     out = guarded(check_corruption, untouched(out, *shared), data.X, adv, job.budget)
     if out.status == OK:
-        Xc, rows = out.value
-        out.value = (sealed(Xc), rows)
+        Xc, rows, changed = out.value
+        out.value = (sealed(Xc), rows, changed)
     return blame(out, adv, "adversary")
 
 
@@ -169,9 +174,10 @@ def _inapplicable(job: Job, adv: Entry, rec: Entry, data: Data) -> Optional[Outc
 
 
 def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.ndarray,
-             rows: Optional[np.ndarray] = None):
+             rows: Optional[np.ndarray] = None, changed: Optional[np.ndarray] = None):
     """Recover once; returns the recovery record and the recovered array (None unless ok).
-    ``rows``: a deletion's kept clean rows, against which the recovery is measured."""
+    ``rows``: a deletion's kept clean rows, against which the recovery is measured;
+    ``changed``: the corruption's changed entries, if known (`metrics.recovery_fractions`)."""
     out = _inapplicable(job, adv, rec, data)
     if out is None:
         rng = rng_for(seed, "recover", *job.coords, rec.label)
@@ -192,7 +198,7 @@ def _recover(job: Job, seed: int, adv: Entry, rec: Entry, data: Data, Xc: np.nda
     else:
         Xr = sealed(Xr)
     clean = data.X if rows is None else data.X[rows]
-    recovery.update(recovery_fractions(clean, Xc, Xr, adv.decl.mode), info=info)
+    recovery.update(recovery_fractions(clean, Xc, Xr, adv.decl.mode, changed=changed), info=info)
     return recovery, Xr
 
 
@@ -260,15 +266,16 @@ def _execute_adaptive(job: Job, seed: int, exp: Experiment, adv: Entry, data: Da
             pipeline = Pipeline(job, seed, adv, rec, est, data)
             corrupted = _corrupt(job, seed, adv, data, (rec.label, est.label), {"pipeline": pipeline})
             corruption = outcome_record(corrupted, seconds=corrupted.seconds)
-            if corrupted.status == OK:
-                corrupted.value = corrupted.value[0]  # an adaptive adversary does not delete
+            changed = None
+            if corrupted.status == OK:  # an adaptive adversary does not delete
+                corrupted.value, _, changed = corrupted.value
             if corrupted.status != OK:
                 pair = Pair(corruption=corruption, recovery=None,
                             cell=outcome_record(corrupted, evaluations=pipeline.calls))
             else:
-                corruption.update(corruption_measures(data.X, corrupted.value, data.mean))
+                corruption.update(corruption_measures(data.X, corrupted.value, data.mean, changed=changed))
                 inliers = corruption["inlier_mean"]
-                recovery, Xr = _recover(job, seed, adv, rec, data, corrupted.value)
+                recovery, Xr = _recover(job, seed, adv, rec, data, corrupted.value, changed=changed)
                 pair = Pair(corruption=corruption, recovery=recovery,
                             cell=dict(_estimate(job, seed, rec, est, data, recovery, Xr,
                                                 None if inliers is None else np.asarray(inliers)),
