@@ -232,6 +232,42 @@ def test_geometric_median_stops_on_a_data_point(registry):
     np.testing.assert_array_equal(estimate(registry, "geometric-median", X), [0.0, 0.0])
 
 
+def _weiszfeld_every_step(X: np.ndarray, max_iter: int) -> tuple[np.ndarray, bool]:
+    """Weiszfeld from the mean for exactly ``max_iter`` steps (tol = 0, no point at zero
+    distance), with the estimator's own step sums; and whether an iterate repeated."""
+    from cmbench.builtins.rows import _weiszfeld_sums, distances
+
+    y = X.mean(axis=0)
+    zero = 1e-12 * float(np.median(distances(X, y)))
+    seen, repeated = set(), False
+    for _ in range(max_iter):
+        wY, wsum, eta = _weiszfeld_sums(X, y, zero)
+        assert eta == 0
+        y_new = wY / wsum
+        if np.array_equal(y_new, y):
+            break  # a fixed point: the remaining steps change nothing
+        repeated |= y_new.tobytes() in seen
+        seen.add(y_new.tobytes())
+        y = y_new
+    return y, repeated
+
+
+@pytest.mark.parametrize("seed", (4, 25, 28, 34))
+@pytest.mark.parametrize("max_iter", (100, 101, 102, 103))
+def test_geometric_median_that_cycles_ends_where_every_step_would(registry, seed, max_iter):
+    # Rounding can send Weiszfeld's iterates round a cycle of a few points instead of to a
+    # fixed point (these seeds do, with periods 2 to 5): the estimator recognises the
+    # repeated iterate and returns the one step max_iter falls on, as running them all does.
+    rng = np.random.default_rng(seed)
+    N, n = int(rng.integers(20, 400)), int(rng.integers(2, 12))
+    X = rng.standard_normal((N, n)) * rng.uniform(0.1, 10)
+    X[: N // 10] += 5
+    want, repeated = _weiszfeld_every_step(X, max_iter)
+    assert repeated
+    got = estimate(registry, "geometric-median", X, start="mean", tol=0.0, max_iter=max_iter)
+    assert got.tobytes() == want.tobytes()
+
+
 @pytest.mark.parametrize("size", (7, 8, 501))
 def test_tukey_is_the_median_in_one_dimension(registry, size):
     x = np.random.default_rng(size).standard_normal((size, 1))
