@@ -7,8 +7,9 @@ python benchmarks/lone_unit.py --d 400 --rounds 1
 
 A lone unit used to run in one process (the client's, with ``--workers 2``),
 the second core idle. The runner now splits a sample-level unit larger than an
-even share of the sweep into one part per worker, each estimating every
-second of its cells (`cmbench.runner.jobs.balanced`). This runs the
+even share of the sweep into one part per worker, each estimating a share of
+its cells balanced by the estimators' declared costs
+(`cmbench.runner.jobs.balanced`). This runs the
 ``figure1`` unit of ``dkk17`` (one data set, one instance, its ten estimators;
 `unit_memory.one_unit_suite`) with ``--workers 1`` (the baseline) and
 ``--workers 2``, interleaved, and prints the medians of wall and CPU (the

@@ -183,7 +183,14 @@ class Estimator(Component):
 
     ``X`` is (N, n) float, NaN = missing; the result is an (n,) float vector with
     no NaN. Raise `Undefined` when the method is not defined on ``X``.
+
+    ``cost`` is how long a call takes against the empirical mean's on the same
+    input (1, the default): a hint, by which the runner shares the cells of a
+    unit too large for one worker among several so that they finish together
+    (`cmbench.runner.jobs.split`). It changes no result.
     """
+
+    cost: float = 1.0
 
     kind = "estimator"
 

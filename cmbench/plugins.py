@@ -38,7 +38,7 @@ import numpy as np
 import pluggy
 
 from . import hookspecs
-from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Metric, Recoverer
+from .components import LEVELS, MODES, PLACEMENTS, Adversary, Component, Dataset, Estimator, Metric, Recoverer
 from .errors import PluginError, describe_error
 from .kinds import BY_NAME, KINDS, SINGULAR
 from .shipping import ShippedPlugin, ship
@@ -300,6 +300,9 @@ def _validate(kind: str, cls: type, item: object, source: Source) -> None:
         _validate_adversary(item, what)
     if isinstance(item, Recoverer) and not set(item.modes) <= set(MODES):
         raise PluginError(f"{what}: modes {item.modes!r} must be among {', '.join(MODES)}")
+    if isinstance(item, Estimator) and (isinstance(item.cost, bool) or not isinstance(item.cost, (int, float))
+                                        or not 0 < item.cost < math.inf):
+        raise PluginError(f"{what}: cost {item.cost!r} must be a positive number (the empirical mean's is 1)")
     if isinstance(item, Metric) and item.name in RESERVED_METRIC_NAMES:
         raise PluginError(f"{what}: {item.name!r} is a cube variable already; choose another name")
     try:
@@ -948,6 +951,8 @@ def describe_component(registry: Registry, kind: str, decl: Component) -> dict:
             fields["adaptive"] = "yes (attacks each recoverer+estimator pair)"
     elif isinstance(decl, Recoverer):
         fields = {"modes": ", ".join(decl.modes), "needs structure": "yes" if decl.needs_structure else "no"}
+    elif isinstance(decl, Estimator) and decl.cost != 1.0:
+        fields = {"cost": f"{decl.cost:g} x the empirical mean's (a hint for sharing a large unit's cells)"}
     elif isinstance(decl, Dataset):
         shape = decl.shape_for()  # a shape callable: the size its parameters' defaults give
         if shape:

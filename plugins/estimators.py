@@ -775,12 +775,14 @@ def filter_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
 @cmbench.hookimpl
 def register_estimators():
+    # cost: a call's CPU seconds against the mean's on DKK17's data at d = 400, N = 400,000
+    # (one full-size unit, `benchmarks/lone_unit.py`); a hint for sharing a large unit's cells
     return [
         cmbench.Estimator("mean", empirical_mean, params={},
                           description="Empirical Mean: per-coordinate mean of the visible entries"),
         cmbench.Estimator("sanitize", sanitized_mean, params={},
                           description="Data Sanitization: mean of the rows without a missing entry"),
-        cmbench.Estimator("cmedian", coordinate_median, params={},
+        cmbench.Estimator("cmedian", coordinate_median, params={}, cost=7,
                           description="C-Median: per-coordinate median of the visible entries"),
         cmbench.Estimator("trimmed-mean", trimmed_mean, ranges={"proportion": (0.0, 0.5, "[)")},
                           choices={"cut": TRIM_CUTS},
@@ -788,13 +790,13 @@ def register_estimators():
         cmbench.Estimator("geometric-median", geometric_median,
                           params={"tol": 1e-7, "max_iter": 500, "start": "cmedian"},
                           choices={"start": GM_STARTS}, ranges={"tol": (0.0, None), "max_iter": (0, None)},
-                          description="Geometric median of the complete rows (Weiszfeld, Vardi-Zhang)"),
+                          cost=30, description="Geometric median of the complete rows (Weiszfeld, Vardi-Zhang)"),
         cmbench.Estimator("tukey", tukey_median, params={"directions": 256, "grid": 64},
                           ranges={"directions": (1, None), "grid": (1, None)},
                           description="Approximate Tukey median: deepest region over random directions (LP)"),
         cmbench.Estimator("filter", filter_mean,
                           ranges={"eps": (0.0, 0.5, "()"), "C": (0.0, None, "()"), "cher": (0.0, None, "()"),
                                   "tau": (0.0, 1.0, "()"), "max_iter": (0, None)},
-                          choices={"rule": FILTER_RULES, "whiten": (True, False)},
+                          choices={"rule": FILTER_RULES, "whiten": (True, False)}, cost=24,
                           description="Iterative spectral filter (Diakonikolas et al.) on robustly whitened rows"),
     ]

@@ -374,18 +374,19 @@ def median_of_means(X: np.ndarray, *, rng: np.random.Generator | None = None,
 
 @cmbench.hookimpl
 def register_estimators() -> list:
-    """This module's estimators, after those of `cmbench.builtins.estimators`."""
+    """This module's estimators, after those of `cmbench.builtins.estimators` (``cost``
+    measured as theirs)."""
     E = cmbench.Estimator
     eps = {"eps": (0.0, 0.5, "()")}
     return [
-        E("prune", pruned_mean, ranges={**eps, "radius": (0.0, None, "()")},
+        E("prune", pruned_mean, ranges={**eps, "radius": (0.0, None, "()")}, cost=10,
           description="Naive pruning (DKK17): mean of the rows within 0.33 sqrt(d ln(N/eps)) of the coordinate median"),
         E("ransac", ransac_mean, choices={"count": RANSAC_COUNTS},
-          ranges={**eps, "tau": (0.0, 1.0, "()"), "iterations": (0, None)},
+          ranges={**eps, "tau": (0.0, 1.0, "()"), "iterations": (0, None)}, cost=9,
           description="RANSAC (DKK17): best of 100 random subset means by inlier count"),
-        E("lrv", lrv_mean, ranges={**eps, "C": (0.0, None, "()")}, choices={"variant": LRV_VARIANTS},
+        E("lrv", lrv_mean, ranges={**eps, "C": (0.0, None, "()")}, choices={"variant": LRV_VARIANTS}, cost=32,
           description="Agnostic mean of Lai, Rao, Vempala (General variant): ball trim and recursive halving"),
         E("median-of-means", median_of_means, choices={"median": MOM_MEDIANS, "split": MOM_SPLITS},
-          ranges={**eps, "blocks": (0, None)},
+          ranges={**eps, "blocks": (0, None)}, cost=8,
           description="Median (geometric or coordinate-wise) of the means of random blocks"),
     ]

@@ -139,6 +139,8 @@ def test_missing_plugin_file_and_module(tmp_path):
     ('cmbench.Estimator("no-rng", lambda X: X.mean(0))', "does not fit the contract"),
     ('cmbench.Estimator("bad-param", lambda X, *, rng: X.mean(0), params={"k": 1})', "does not fit"),
     ('cmbench.Recoverer("bad-mode", lambda X, *, rng, structure, rank: X)', "kind"),
+    ('cmbench.Estimator("free", lambda X, *, rng: X.mean(0), cost=0)', "estimator 'free': cost 0 must be"),
+    ('cmbench.Estimator("slow", lambda X, *, rng: X.mean(0), cost="high")', "cost 'high' must be a positive"),
 ])
 def test_contract_violations_are_named(tmp_path, body, match):
     path = tmp_path / "bad.py"

@@ -308,7 +308,8 @@ def _sweep(suite: Suite, store: Store, options: RunOptions, stats: Progress, pac
             # of equal cost keep the plan's order.
             todo.sort(key=lambda job: -_cost(job, datasets))
             todo = balanced(todo, workers, lambda job: _cost(job, datasets),
-                            lambda job: _cheap_shared(units[(job.experiment, job.coords)][0], job.work))
+                            lambda job: _cheap_shared(units[(job.experiment, job.coords)][0], job.work),
+                            lambda job, cell: _cell_cost(units[(job.experiment, job.coords)][0], cell))
             left = {(job.experiment, job.coords): job.parts for job in todo}  # unit -> its parts still running
             if bar is None:
                 bar = _progress_bar(suite, stats, options.progress)
@@ -423,6 +424,11 @@ def _cost(job: Job, datasets: dict) -> float:
         return float(shape[0] * shape[1])
     stages = len(work.recover) * (0.25 + job.budget) + 0.02 * (len(work.estimate) + len(work.pairs) * 50)
     return float(shape[0] * shape[1]) * (stages + 0.02 * work.corruption)
+
+
+def _cell_cost(exp: Experiment, cell: tuple) -> float:
+    """A cell's relative cost: its estimator's declared `cmbench.Estimator.cost`."""
+    return next(e.decl.cost for e in exp.estimators if e.label == cell[1])
 
 
 def _cheap_shared(exp: Experiment, work) -> bool:

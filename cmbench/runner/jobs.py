@@ -9,6 +9,7 @@ stage cache holds). The worker answers with a `WorkResult`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypedDict
@@ -79,8 +80,15 @@ class Job:
         return Context(self.timeout, self.post_mortem, self.running, self.tick)
 
 
-def split(job: Job, k: int) -> list[Job]:
-    """``job`` as ``k`` jobs that estimate every k-th of its cells each, for ``k`` workers.
+def split(job: Job, k: int, cost: Optional[Callable[[tuple], float]] = None) -> list[Job]:
+    """``job`` as ``k`` jobs that estimate a share of its cells each, for ``k`` workers.
+
+    With ``cost`` (a cell's ``(recoverer, estimator)`` -> its relative cost, the
+    estimator's declared `cmbench.Estimator.cost`), the costliest cell goes
+    first to the part with the least so far (longest processing time first), so
+    that the parts end together; without it, or where the costs tie, part i
+    takes every k-th cell from the i-th. Each part keeps its cells in the
+    unit's order.
 
     Every part computes (or reads from the cache) what its cells share, the
     corrupted and recovered matrices: seeds are per stage (`cmbench.runner.seeds`),
@@ -89,23 +97,34 @@ def split(job: Job, k: int) -> list[Job]:
     so that a part whose worker dies fails its own cells only. Results do not
     depend on the split. ``k`` is capped at the number of cells.
     """
-    cells = job.work.estimate
+    cells = list(job.work.estimate)
     k = max(1, min(k, len(cells)))
     if k == 1:
         return [job]
-    return [dataclasses.replace(job, work=dataclasses.replace(job.work, estimate=cells[i::k]), part=i, parts=k)
-            for i in range(k)]
+    if cost is None:
+        shares = [cells[i::k] for i in range(k)]
+    else:
+        loads, members = [0.0] * k, [[] for _ in range(k)]
+        for at in sorted(range(len(cells)), key=lambda i: -cost(cells[i])):  # stable: ties in order
+            part = min(range(k), key=lambda p: (loads[p], p))
+            loads[part] += cost(cells[at])
+            members[part].append(at)
+        shares = [[cells[i] for i in sorted(m)] for m in members]
+    return [dataclasses.replace(job, work=dataclasses.replace(job.work, estimate=share), part=i, parts=k)
+            for i, share in enumerate(shares)]
 
 
 def balanced(jobs: list[Job], workers: int, cost: Callable[[Job], float],
-             splittable: Callable[[Job], bool]) -> list[Job]:
+             splittable: Callable[[Job], bool],
+             cell_cost: Optional[Callable[[Job, tuple], float]] = None) -> list[Job]:
     """``jobs`` with each one larger than an even share of the total (``cost``)
     split (`split`) into as many parts as it holds shares, at most ``workers``.
 
     A lone large unit then keeps every worker busy, and a long unit no longer
     makes the end of a sweep one worker's. Only jobs that ``splittable`` admits
     are split: those whose shared stages are cheap against their cells (a
-    part recomputes them). The order is kept, parts of a job side by side.
+    part recomputes them). ``cell_cost(job, cell)`` balances the parts' cells
+    (`split`). The order is kept, parts of a job side by side.
     """
     if workers < 2 or not jobs:
         return jobs
@@ -115,7 +134,7 @@ def balanced(jobs: list[Job], workers: int, cost: Callable[[Job], float],
     for job, c in zip(jobs, costs):
         k = min(workers, math.ceil(c / share - 1e-9)) if share > 0 else 1
         if k > 1 and job.work is not None and not job.work.pairs and splittable(job):
-            out += split(job, k)
+            out += split(job, k, None if cell_cost is None else functools.partial(cell_cost, job))
         else:
             out.append(job)
     return out
