@@ -79,15 +79,16 @@ def real_data_available() -> bool:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
-    """The smoke suite run once per test session (a few seconds): its output folder.
+    """The smoke suite run once per test process, without its report: its output folder.
 
-    Holds ``smoke/synthetic.nc``, ``smoke.pdf`` and ``smoke.html``; tests that
-    only read it share it, tests that write copy what they need to tmp_path.
+    Holds ``smoke/synthetic.nc``; tests that only read it share it, tests that write copy what
+    they need to tmp_path. No report: every test process (pytest-xdist) runs this, and the
+    report's drawing would be most of its cost; a test of a page draws it (`drawn_page_texts`).
     """
     import cmbench
 
     out = tmp_path_factory.mktemp("smoke-run")
-    cmbench.run_suite("smoke", out=out, report=True)
+    cmbench.run_suite("smoke", out=out, report=False)
     return out
 
 

@@ -349,7 +349,9 @@ def test_matrices_round_trip_bit_for_bit():
         decode(blob[: len(blob) // 2], X)
 
 
-def test_a_rerun_that_computes_nothing_rewrites_no_cube_and_redraws_no_report(env):
+def test_a_rerun_that_computes_nothing_rewrites_nothing_and_cache_clear_deletes_only_the_drawn_pages(env):
+    """Then `cmbench cache clear` deletes the drawn pages and the report stamps, and nothing else
+    (a file of the user's among them, the reports): on this run's cache, drawn once for both."""
     import cmbench
 
     path = write_suite(env)
@@ -369,6 +371,15 @@ def test_a_rerun_that_computes_nothing_rewrites_no_cube_and_redraws_no_report(en
     with xr.open_dataset(cube) as ds:
         assert_same_cube(ds.load(), first)
 
+    pages = out / "c" / ".cache" / "pages"
+    drawn = sorted(p.name for p in pages.iterdir())
+    assert "index.json" in drawn and "reports.json" in drawn and any(n.endswith(".pdf") for n in drawn)
+    (pages / "mine.pdf").write_text("not cmbench's")
+    result = CliRunner().invoke(main, ["cache", "clear", "c", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in pages.iterdir()) == ["mine.pdf"]
+    assert pdf.is_file() and html.is_file()  # reports stay
+
 
 def test_the_runner_draws_no_report_and_never_imports_the_report_package(env):
     import subprocess
@@ -384,17 +395,3 @@ def test_the_runner_draws_no_report_and_never_imports_the_report_package(env):
     with pytest.raises(TypeError, match="draws no report"):
         run_suite(write_suite(env), RunOptions(out=env / "out", report=True))
 
-
-def test_cache_clear_deletes_the_drawn_pages_and_report_stamps_only(env):
-    import cmbench
-
-    out = env / "out"
-    cmbench.run_suite(write_suite(env), out=out, report=True)
-    pages = out / "c" / ".cache" / "pages"
-    drawn = sorted(p.name for p in pages.iterdir())
-    assert "index.json" in drawn and "reports.json" in drawn and any(n.endswith(".pdf") for n in drawn)
-    (pages / "mine.pdf").write_text("not cmbench's")
-    result = CliRunner().invoke(main, ["cache", "clear", "c", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in pages.iterdir()) == ["mine.pdf"]
-    assert (out / "c.pdf").is_file() and (out / "c.html").is_file()  # reports stay

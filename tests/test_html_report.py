@@ -28,19 +28,27 @@ def test_self_contained_and_same_sections(tmp_path):
     assert not list(tmp_path.glob("*.part"))
 
 
-def test_report_command_writes_html(smoke_run, tmp_path):
-    code, stderr = cli_inproc("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r.html")
+@pytest.fixture(scope="module")
+def smoke_html(smoke_run, tmp_path_factory):
+    """`cmbench report` of the smoke run's cube into an HTML file: (exit code, stderr, the file),
+    once for this file's tests."""
+    out = tmp_path_factory.mktemp("smoke-html") / "r.html"
+    code, stderr = cli_inproc("report", smoke_run / "smoke" / "synthetic.nc", "-o", out)
+    return code, stderr, out
+
+
+def test_report_command_writes_html(smoke_run, smoke_html, tmp_path):
+    code, stderr, html = smoke_html
     assert code == 0, stderr
-    assert (tmp_path / "r.html").stat().st_size > 1_000_000  # plotly inlined
+    assert html.stat().st_size > 1_000_000  # plotly inlined
     code, stderr = cli_inproc("report", smoke_run / "smoke" / "synthetic.nc", "-o", tmp_path / "r2.html",
                               "--png", tmp_path)
     assert_user_error(code, stderr, "--png")
     assert not (tmp_path / "r2.html").exists()
-    assert (smoke_run / "smoke.html").is_file()  # cmbench suite writes it beside the PDF
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_run, tmp_path):
+def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_html, tmp_path):
     sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
     page_errors, requests = [], []
     with sync_playwright() as p:
@@ -49,7 +57,9 @@ def test_in_chromium_plots_render_and_the_legend_hides_a_method(smoke_run, tmp_p
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.on("pageerror", lambda exc: page_errors.append(str(exc)))
             page.on("request", lambda req: requests.append(req.url))
-            page.goto((smoke_run / "smoke.html").as_uri())
+            code, stderr, html = smoke_html
+            assert code == 0, stderr
+            page.goto(html.as_uri())
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20_000)
             # two metrics' curves, recovery RMSE and fraction, the runtime chart: SVG by plotly
             plots = page.query_selector_all(".js-plotly-plot")

@@ -120,8 +120,10 @@ def test_leftovers_of_a_killed_run_are_ignored(tmp_path, log):
 def test_second_run_on_the_same_out_folder_is_refused_while_the_first_finishes_intact(tmp_path):
     suite = slow_suite(tmp_path, delay=0.2, instances=2, budgets="[0.0, 0.1, 0.2, 0.3, 0.4, 0.5]")
     out = tmp_path / "out"
+    # one worker: the run lock is what is tested, not the pool (a second worker would cost its start)
     proc = subprocess.Popen([sys.executable, "-m", "cmbench.cli", "suite", str(suite), "--out", str(out),
-                             "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--no-report", "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
         deadline = time.monotonic() + 90
         while not unit_files(out):
