@@ -140,11 +140,8 @@ def ransac_mean(X: np.ndarray, *, rng: np.random.Generator | None = None,
     candidates = np.vstack([mean[None, :], _member_means(Y, member)])
     counts = (_reference_counts(Y[:, 0], candidates, t) if count == "reference"
               else _row_counts(Y, candidates, t))
-    best = 0
-    for k in range(1, len(candidates)):
-        if counts[k] > counts[best]:
-            best = k
-    return finite(candidates[best], "ransac")
+    # the first of the most inliers: a later candidate replaces one only with more
+    return finite(candidates[int(np.argmax(counts))], "ransac")
 
 
 def _member_means(Y: np.ndarray, member: np.ndarray) -> np.ndarray:

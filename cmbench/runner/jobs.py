@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypedDict
 
 from ..cube import Record
+from ..shares import equal_shares
 from .guard import Context
 
 if TYPE_CHECKING:
@@ -85,10 +86,9 @@ def split(job: Job, k: int, cost: Optional[Callable[[tuple], float]] = None) -> 
 
     With ``cost`` (a cell's ``(recoverer, estimator)`` -> its relative cost, the
     estimator's declared `cmbench.Estimator.cost`), the costliest cell goes
-    first to the part with the least so far (longest processing time first), so
-    that the parts end together; without it, or where the costs tie, part i
-    takes every k-th cell from the i-th. Each part keeps its cells in the
-    unit's order.
+    first to the part with the least so far (`cmbench.shares.equal_shares`), so
+    that the parts end together; without it (equal costs), part i takes every
+    k-th cell from the i-th. Each part keeps its cells in the unit's order.
 
     Every part computes (or reads from the cache) what its cells share, the
     corrupted and recovered matrices: seeds are per stage (`cmbench.runner.seeds`),
@@ -101,17 +101,10 @@ def split(job: Job, k: int, cost: Optional[Callable[[tuple], float]] = None) -> 
     k = max(1, min(k, len(cells)))
     if k == 1:
         return [job]
-    if cost is None:
-        shares = [cells[i::k] for i in range(k)]
-    else:
-        loads, members = [0.0] * k, [[] for _ in range(k)]
-        for at in sorted(range(len(cells)), key=lambda i: -cost(cells[i])):  # stable: ties in order
-            part = min(range(k), key=lambda p: (loads[p], p))
-            loads[part] += cost(cells[at])
-            members[part].append(at)
-        shares = [[cells[i] for i in sorted(m)] for m in members]
-    return [dataclasses.replace(job, work=dataclasses.replace(job.work, estimate=share), part=i, parts=k)
-            for i, share in enumerate(shares)]
+    costs = [1.0 if cost is None else cost(cell) for cell in cells]
+    return [dataclasses.replace(job, work=dataclasses.replace(job.work, estimate=tuple(cells[i] for i in share)),
+                                part=i, parts=k)
+            for i, share in enumerate(equal_shares(costs, k))]
 
 
 def balanced(jobs: list[Job], workers: int, cost: Callable[[Job], float],

@@ -20,6 +20,7 @@ import contextlib
 import io
 from typing import Callable, Collection, Mapping, Optional, Sequence
 
+from ...shares import equal_shares
 from ..layout import Page
 
 __all__ = ["draw_here", "Pool", "draw_document", "draw_pages", "svg_of", "POOL_COST"]
@@ -129,13 +130,8 @@ def split(pages: Sequence[tuple[int, Page]], n: int) -> list[list[tuple[int, Pag
     """``n`` groups of about equal drawing cost (`Page.cost`), the costliest pages placed first;
     each group in report order (its document's page order: `pdf._merged` takes a lone document
     holding every page as the report itself)."""
-    groups: list[list[tuple[int, Page]]] = [[] for _ in range(max(1, n))]
-    load = [0.0] * len(groups)
-    for item in sorted(pages, key=lambda ip: -ip[1].cost):
-        k = load.index(min(load))
-        groups[k].append(item)
-        load[k] += item[1].cost
-    return [sorted(g, key=lambda ip: ip[0]) for g in groups if g]
+    groups = [[pages[i] for i in g] for g in equal_shares([page.cost for _, page in pages], n)]
+    return [sorted(g, key=lambda ip: ip[0]) for g in groups]
 
 
 class Pool(contextlib.AbstractContextManager):
