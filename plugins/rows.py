@@ -119,11 +119,36 @@ def by_columns(X: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndar
                            for sl in column_blocks(*X.shape)])
 
 
+def transposed(B: np.ndarray) -> np.ndarray:
+    """``B.T`` as a new C-contiguous array, copied a tile of rows at a time.
+
+    ``B.T.copy()`` walks each column of a strided block down all N rows, so every
+    read misses the cache once the block is taller than the cache holds: on a
+    400,000 x 10 block of a 400-column matrix that is 5x slower than copying
+    tiles of 1024 rows, whose source lines stay cached while each destination
+    row takes its part (`column_medians` of 400,000 x 400: 3.0 -> 1.35 s).
+
+    Parameters
+    ----------
+    B : ndarray of shape (N, k)
+
+    Returns
+    -------
+    ndarray of shape (k, N), C-contiguous
+    """
+    N, k = B.shape
+    A = np.empty((k, N), dtype=B.dtype)
+    step = 1024  # rows per tile: 512-2048 equally fast at N = 200,000-400,000 (4096: 1.3x slower)
+    for i in range(0, N, step):
+        A[:, i:i + step] = B[i:i + step].T
+    return A
+
+
 def column_medians(Y: np.ndarray) -> np.ndarray:
     """The median of each column, as ``np.median(Y, axis=0)`` gives it (the mean of
     the middle two for even N; NaN for a column holding one).
 
-    Each column block is copied transposed and partitioned in place at the
+    Each column block is copied transposed (`transposed`) and partitioned in place at the
     upper middle only (the lower middle is then the largest value before it):
     numpy's median partitions a strided block at both middles and at the end
     (its NaN check). The same values, about 2.5x faster (400,000 x 100).
@@ -142,7 +167,7 @@ def column_medians(Y: np.ndarray) -> np.ndarray:
     k = N // 2
 
     def medians(B: np.ndarray) -> np.ndarray:
-        A = B.T.copy()
+        A = transposed(B)
         A.partition(k, axis=1)
         mid = A[:, k] if N % 2 else (A[:, :k].max(axis=1) + A[:, k]) / 2.0
         return np.where(np.isnan(A).any(axis=1), np.nan, mid)
