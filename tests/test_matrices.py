@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import cmbench
 from cmbench import run_suite  # the public keywords (out=, workers=, report=)
 from cmbench.runner.matrices import Damaged, decode, encode, rows_of
 from conftest import assert_same_cube
@@ -186,3 +187,17 @@ def test_a_plugin_s_own_array_is_sealed_in_place_and_a_view_of_another_s_is_copi
     _before(kept)
     mine[0, 0] = 99.0
     assert untouched(Outcome(OK), kept).status == FAILED
+
+
+def test_a_data_sets_arrays_are_taken_over_read_only_without_a_copy():
+    from cmbench.runner.contracts import check_data
+
+    X = np.random.default_rng(0).standard_normal((50, 4))  # a loader's fresh array
+    entry = type("E", (), {"label": "d", "source": "test"})()
+    data = check_data(cmbench.Data(X=X, mean=np.zeros(4)), entry)
+    assert np.shares_memory(data.X, X)  # no second copy of a large X
+    assert data.X.tobytes() == X.tobytes()
+    for a in (data.X, data.mean):
+        with pytest.raises(ValueError):
+            a.setflags(write=True)
+

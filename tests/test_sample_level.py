@@ -222,7 +222,7 @@ def test_ransac_candidates_computed_together_equal_one_at_a_time(count):
     np.testing.assert_allclose(batched, plain, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("N", [1, 2, 7, 10, 1001, 1000])
+@pytest.mark.parametrize("N", [1, 2, 7, 10, 1001, 1000, 2500])
 def test_column_medians_equal_numpys_median(N):
     from cmbench.builtins.rows import column_medians
 
@@ -233,6 +233,17 @@ def test_column_medians_equal_numpys_median(N):
     if N > 2:
         Y[N // 3, 4] = np.nan  # numpy's median of a column holding NaN is NaN
     np.testing.assert_array_equal(column_medians(Y), np.median(Y, axis=0))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (1023, 2), (1024, 5), (2049, 3)])
+def test_transposed_is_the_transpose_across_tiles(shape):
+    from cmbench.builtins.rows import transposed
+
+    full = np.random.default_rng(3).standard_normal((shape[0], 2 * shape[1] + 1))
+    B = full[:, 1::2]  # a strided column block, as `by_columns` hands it
+    out = transposed(B)
+    assert out.flags.c_contiguous and out.shape == (shape[1], shape[0])
+    np.testing.assert_array_equal(out, B.T)
 
 
 # -------------------------------------------------------- lrv, median of means
