@@ -251,3 +251,31 @@ def test_report_tables_csvs_load_with_pandas_as_numbers(tmp_path):
     assert sorted(means["budget"].unique()) == [0.1, 0.2]  # the budget is a column, not averaged away
     assert len(means) == 3 * 2  # methods x budgets (one data set, one adversary)
     assert means.groupby("budget")["best"].sum().tolist() == [1, 1]
+
+
+# -- legends -----------------------------------------------------------------------------------
+def test_one_long_legend_entry_widens_its_own_column_only():
+    """The paper's curve pages: six methods and the band's entry. Sized by the widest entry,
+    every column was as wide as the band's and the legend took one column of seven rows; each
+    column as wide as its own entries gives four, and the drawn legend still fits the page."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    from cmbench.report.layout import legend_columns, page_legend
+    from cmbench.report.style import PAGE, RC
+
+    labels = ["Empirical Mean", "Data Sanitization", "C-Median", "Two-Step-M", "Two-Step-M (cmbench)",
+              "Two-Step-E", "shaded: 95% Student-t confidence interval"]
+    ncol = legend_columns(labels, 9, 6)
+    assert ncol == 4
+    assert legend_columns(labels[:-1] + ["x" * 140], 9, 6) == 1  # no two columns fit beside it
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=PAGE)
+        page_legend(fig, [Line2D([], [], label=lb, marker="o") for lb in labels], ncol, 0.8, fontsize=9,
+                    handlelength=3.0, columnspacing=2.0)
+        fig.canvas.draw()
+        box = fig.legends[0].get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox)

@@ -82,11 +82,16 @@ def grid_shape(n: int) -> tuple[int, int]:
 
 
 def legend_columns(labels: Sequence[str], fontsize: float, most: int) -> int:
-    """Columns so that a legend row of the widest entries fits the page width."""
+    """The most columns (at most ``most``) for which a legend of ``labels``, read row by row
+    (`row_major`: entry i in column i mod ncol), fits the page width: each column as wide as
+    its widest entry, as matplotlib sets it (one long entry no longer makes every column wide)."""
     if not labels:
         return 1
-    entry = max(len(x) for x in labels) * 0.6 * fontsize / 72 + 0.75  # text + handle, in
-    return int(max(1, min(most, len(labels), (PAGE[0] - 1.0) // entry)))
+    widths = [len(x) * 0.6 * fontsize / 72 + 0.75 for x in labels]  # text + handle, in
+    for ncol in range(min(most, len(labels)), 1, -1):
+        if sum(max(widths[c::ncol]) for c in range(ncol)) <= PAGE[0] - 1.0:
+            return ncol
+    return 1
 
 
 def row_major(handles: list, ncol: int) -> list:

@@ -46,6 +46,9 @@ AUTO_SD_BELOW = 5
 BAND_TEXT = {"sd": "mean ± 1 standard deviation over the instances",
              "ci95": "95% Student-t confidence interval of the mean over the instances",
              "minmax": "smallest to largest value over the instances"}
+#: the same, as the curve pages' legend names it (the subtitle gives `BAND_TEXT`)
+BAND_LEGEND = {"sd": "mean ± 1 standard deviation", "ci95": "95% Student-t confidence interval",
+               "minmax": "smallest to largest value"}
 #: budget symbol and meaning per adversary level (the paper's A1, A2, A3)
 LEVEL_AXIS = {
     "sample": (r"$\epsilon$", "fraction of samples"),

@@ -22,7 +22,7 @@ import xarray as xr
 
 from .claims_page import convergence_lines
 from ...cube import FAILURES, GAPS
-from ..load import BAND_TEXT, Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
+from ..load import BAND_LEGEND, Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
 from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
                      draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal, Section,
                      text_pages)
@@ -117,7 +117,7 @@ def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodSty
                band: str = "", yscale: str = "auto", notes: Sequence[str] = (), **kw) -> Page:
     """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`.
 
-    ``band``: the kind of band the panels' edges are (`load.BAND_TEXT`), for the legend; ``yscale``:
+    ``band``: the kind of band the panels' edges are (`load.BAND_LEGEND` names it in the legend); ``yscale``:
     "auto" (`y_scale`'s rule), "log" or "linear". The page's x ticks (`MAX_TICKS`) and the curves
     that coincide with an earlier one (`coinciding`) are found here, once for both renderers.
     """
@@ -134,7 +134,7 @@ def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodSty
         notes.append("Curves marked 'same as' agree with the method named to within "
                      f"{SAME_RTOL:.1%} at every point; they are drawn with open markers on top of it.")
     return Page(slug, CurvePage(title, panels, looks, notes=notes,
-                                band_label=f"shaded: {BAND_TEXT.get(band, band)}" if band and has_band else "",
+                                band_label=f"shaded: {BAND_LEGEND.get(band, band)}" if band and has_band else "",
                                 yscale=scale, xticks=[float(v) for v in xs] if 0 < xs.size <= MAX_TICKS else None,
                                 same_as=same, **kw), draw_curves)
 
