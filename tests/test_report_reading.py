@@ -279,3 +279,30 @@ def test_one_long_legend_entry_widens_its_own_column_only():
         fig.canvas.draw()
         box = fig.legends[0].get_window_extent()
     assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
+
+
+def test_a_long_subtitle_is_wrapped_and_the_legend_moves_below_it():
+    """The recovery pages' subtitle (band rule and what the RMSE is over) ran off the page's right
+    edge in one line; wrapped, its second line pushes the legend down instead of under it."""
+    import dataclasses
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cmbench.report.content.figures import draw_curves
+    from cmbench.report.style import RC
+
+    page = curve_pages(make_cube(instances=5, datasets=("gaussian",)))[0].record
+    long = page.subtitle + "; over the hidden or replaced entries the recoverer filled, in the data's units"
+    assert len(long) > 180
+    with matplotlib.rc_context(RC):
+        boxes = {}
+        for name, sub in (("short", page.subtitle), ("long", long)):
+            fig = draw_curves(dataclasses.replace(page, subtitle=sub))
+            fig.canvas.draw()
+            text = next(t for t in fig.texts if t.get_text().startswith("mean over"))
+            boxes[name] = (text.get_window_extent(), fig.legends[0].get_window_extent(), fig.bbox)
+    for name, (sub, legend, page_box) in boxes.items():
+        assert sub.x1 <= page_box.width, f"{name} subtitle runs off the page"
+        assert legend.y1 <= sub.y0, f"{name} subtitle overlaps the legend"
+    assert boxes["long"][0].height > 1.5 * boxes["short"][0].height  # two lines against one

@@ -20,6 +20,7 @@ from .style import PAGE
 
 __all__ = ["PAGE", "Page", "Section", "Col", "TextPages", "TextPage", "draw_text_page", "grid_shape",
            "legend_columns", "row_major", "wrap_notes", "plain", "CLIP_RATIO", "BAND_RATIO", "MAX_NOTE_LINES",
+           "SUBTITLE_WIDTH", "SUBTITLE_LINE",
            "TITLE_Y", "LEGEND_Y", "LEGEND_ROW", "NOTE_LINE", "LEFT_MARGIN"]
 
 #: y is clipped when the largest value exceeds CLIP_RATIO times the 90th
@@ -32,6 +33,8 @@ MAX_NOTE_LINES = 7
 #: vertical layout of a figure page, in inches from the top edge: the title's
 #: baseline, the top of the shared legend, one legend row; one line of notes
 TITLE_Y, LEGEND_Y, LEGEND_ROW, NOTE_LINE = 0.18, 0.62, 0.24, 0.15
+#: a subtitle's line: its characters (9 pt italic across the page) and its height, in inches
+SUBTITLE_WIDTH, SUBTITLE_LINE = 160, 0.16
 LEFT_MARGIN = 0.07  # figure fraction: titles, notes and the first column of panels start here
 
 
@@ -138,14 +141,18 @@ def draw_notes(fig, notes: Sequence[str], bottom: float = 0.12) -> None:
                  va="top", color="0.2", linespacing=1.35, parse_math=False)
 
 
-def draw_title(fig, title: str, subtitle: str = "") -> None:
-    """A figure page's bold title and optional italic subtitle, top left."""
+def draw_title(fig, title: str, subtitle: str = "") -> int:
+    """A figure page's bold title and optional italic subtitle, top left; the subtitle wrapped
+    to the page width (`SUBTITLE_WIDTH`). Returns the subtitle's lines beyond its first: what
+    sits below it moves down `SUBTITLE_LINE` inches per line."""
     h = PAGE[1]
     fig.suptitle(title, x=LEFT_MARGIN, ha="left", y=1 - TITLE_Y / h, fontsize=12, fontweight="bold",
                  parse_math=False)
-    if subtitle:
-        fig.text(LEFT_MARGIN, 1 - 0.45 / h, subtitle, fontsize=9, style="italic", va="top",
+    lines = textwrap.wrap(subtitle, SUBTITLE_WIDTH) if subtitle else []
+    if lines:
+        fig.text(LEFT_MARGIN, 1 - 0.45 / h, "\n".join(lines), fontsize=9, style="italic", va="top",
                  parse_math=False)
+    return max(0, len(lines) - 1)
 
 
 def slug(text: str, default: str = "x") -> str:

@@ -23,8 +23,8 @@ import xarray as xr
 from .claims_page import convergence_lines
 from ...cube import FAILURES, GAPS
 from ..load import BAND_LEGEND, Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
-from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, Page, draw_notes,
-                     draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal, Section,
+from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, SUBTITLE_LINE, Page,
+                     draw_notes, draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal, Section,
                      text_pages)
 from ..style import LineStyle, MethodStyles
 from .tables import baseline_difference, baseline_table_pages, fmt_list, fmt_num, shorten
@@ -356,21 +356,21 @@ def draw_curves(page: CurvePage) -> Figure:
     thr_ncol = legend_columns(["recovery thresholds:"] + thr_labels, 8.5, 6)
     thr_rows = math.ceil((len(thr_labels) + 1) / thr_ncol) if shared_thr else 0
     rows = math.ceil(len(labels) / ncol) + thr_rows
-    fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (LEGEND_Y + LEGEND_ROW * rows + 0.45) / h,
+    top = LEGEND_Y + SUBTITLE_LINE * draw_title(fig, page.title, page.subtitle)  # the legend's top
+    fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (top + LEGEND_ROW * rows + 0.45) / h,
                         bottom=(0.72 + NOTE_LINE * len(notes)) / h,
                         hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
-    draw_title(fig, page.title, page.subtitle)
     if methods:
         from matplotlib.patches import Patch
 
         handles = [Line2D([], [], label=literal(legend_label(page, m)), **_line_kwargs(page, m)) for m in methods]
         if page.band_label:
             handles.append(Patch(facecolor="0.5", alpha=0.3, linewidth=0, label=page.band_label))
-        page_legend(fig, handles, ncol, LEGEND_Y, fontsize=9, handlelength=3.0, columnspacing=2.0)
+        page_legend(fig, handles, ncol, top, fontsize=9, handlelength=3.0, columnspacing=2.0)
     if shared_thr:
         intro = Line2D([], [], linestyle="none", label="recovery thresholds:")
         page_legend(fig, [intro] + _threshold_handles(shared_thr), thr_ncol,
-                    LEGEND_Y + LEGEND_ROW * (rows - thr_rows), fontsize=8.5, handlelength=3.0,
+                    top + LEGEND_ROW * (rows - thr_rows), fontsize=8.5, handlelength=3.0,
                     columnspacing=1.5, handletextpad=0.4)
     draw_notes(fig, notes)
     return fig
