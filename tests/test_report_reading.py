@@ -72,6 +72,28 @@ def test_the_pdf_claims_page_of_dkk17_quick_has_every_claim_id_whole(tmp_path):
     assert "epsilon all budgets" not in claims and "at every budget" in claims
 
 
+def test_one_letter_claim_ids_leave_room_for_the_claim_column_header():
+    """The paper's claims are a to e: the id column, fitted to its ids, was narrower than its
+    own header, and "claim" ran into "in the paper"."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cmbench.report.content.claims_page import claims_pages
+    from cmbench.report.layout import draw_text_page
+    from cmbench.report.style import RC
+
+    exp = load_suite(ROOT / "suites" / "dkk17-quick.toml").experiments[0]
+    ds = sample_level(make_cube(datasets=("dkk17.d_100",), instances=2, adversaries=("replace-mixture",),
+                                budgets=(0.1,), methods=DKK, metrics=("excess-l2", "l2")))
+    ds["excess-l2"] = ds["l2"] - 0.01
+    ds.attrs["claims"] = json.dumps([{**c, "id": "abcde"[i]} for i, c in enumerate(exp.claims)])
+    with matplotlib.rc_context(RC):
+        fig = draw_text_page(claims_pages([load_cube(ds)]).pages[0])
+        fig.canvas.draw()
+        box = {t.get_text(): t.get_window_extent() for t in fig.texts if t.get_text() in ("claim", "in the paper")}
+    assert box["claim"].x1 < box["in the paper"].x0, box
+
+
 # -- bands -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("band", ["", "sd", "ci95", "minmax", "none"])
 def test_a_two_instance_cube_draws_the_band_it_states(band):
