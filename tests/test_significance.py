@@ -97,6 +97,25 @@ def test_report_states_the_tests_and_draws_the_diagram(tmp_path):
         assert fragment in text, fragment
 
 
+def test_the_diagram_starts_below_its_pages_caption():
+    """A three-line caption (every CD page's) ended where the diagram's top began: its last line
+    touched the "CD = ..." label of the scale bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cmbench.report.content.significance import cd_pages, draw_cd_page
+    from cmbench.report.style import RC
+
+    (page,) = [p for p in cd_pages(load_cube(make_cube(instances=3, metrics=("l2",))))]
+    assert page.record.caption.count("\n") == 2
+    with matplotlib.rc_context(RC):
+        fig = draw_cd_page(page.record)
+        fig.canvas.draw()
+        caption = next(t for t in fig.texts if t.get_text() == page.record.caption).get_window_extent()
+        scale = next(t for t in fig.axes[0].texts if t.get_text().startswith("CD = ")).get_window_extent()
+    assert scale.y1 < caption.y0, (scale, caption)
+
+
 def test_diagram_for_many_methods():
     rng = np.random.default_rng(0)
     k = 35

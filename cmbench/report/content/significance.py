@@ -264,9 +264,12 @@ def draw_cd_page(page: CdPage) -> Figure:
     fig = Figure(figsize=PAGE)
     fig.text(0.03, 0.965, page.title, fontsize=13.5, fontweight="bold", va="top")
     fig.text(0.03, 0.925, page.caption, fontsize=9, va="top", style="italic")
+    # the diagram starts below the caption's last line (0.155 in a line of 9 pt, 0.1 in apart): a
+    # fixed top let a three-line caption touch the CD scale's label
+    top = 0.925 - (0.155 * (page.caption.count("\n") + 1) + 0.1) / PAGE[1]
     rows = max((len(result.methods) + 1) // 2, 1) + len(result.cliques())
-    h = min(0.86, 0.16 + 0.042 * rows)
-    cd_diagram(result, fig=fig, rect=(0.03, 0.88 - h, 0.94, h))
+    h = min(top - 0.02, 0.16 + 0.042 * rows)
+    cd_diagram(result, fig=fig, rect=(0.03, top - h, 0.94, h))
     return fig
 
 
