@@ -43,10 +43,11 @@ def claims_pages(cubes: Sequence[Cube]) -> "TextPages | None":
     for exp in dict.fromkeys(v.experiment for v in found):
         mine = [v for v in found if v.experiment == exp]
         tp.heading(f"Experiment {exp}")
+        heads = ("claim", "in the paper", "statement", "measured", "verdict")
         # the id column holds the longest id on one line (an id cut into pieces cannot be searched),
         # and its header (one-letter ids left "claim" running into the next header)
-        widths = fitted_widths(["claim"] + [v.claim["id"] for v in mine], [1.75, 2.2, 3.6, 1.0], fontsize=tp.fs)
-        tp.table([Col(h, w) for h, w in zip(("claim", "in the paper", "statement", "measured", "verdict"), widths)],
+        widths = fitted_widths([heads[0]] + [v.claim["id"] for v in mine], [1.75, 2.2, 3.6, 1.0], fontsize=tp.fs)
+        tp.table([Col(h, w) for h, w in zip(heads, widths)],
                  [[v.claim["id"], v.claim.get("paper", "") or "–",
                    v.claim.get("text", "") or claims_mod.describe(v.claim), v.numbers, v.verdict]
                   for v in mine])

@@ -258,15 +258,16 @@ def cd_pages(cube: Cube, alpha: float = ALPHA) -> list:
 def draw_cd_page(page: CdPage) -> Figure:
     from matplotlib.figure import Figure
 
+    from ..layout import SUBTITLE_LINE
     from ..style import PAGE
 
     result = page.result
     fig = Figure(figsize=PAGE)
     fig.text(0.03, 0.965, page.title, fontsize=13.5, fontweight="bold", va="top")
     fig.text(0.03, 0.925, page.caption, fontsize=9, va="top", style="italic")
-    # the diagram starts below the caption's last line (0.155 in a line of 9 pt, 0.1 in apart): a
-    # fixed top let a three-line caption touch the CD scale's label
-    top = 0.925 - (0.155 * (page.caption.count("\n") + 1) + 0.1) / PAGE[1]
+    # the diagram starts 0.1 in below the caption's last line: a fixed top let a three-line
+    # caption touch the CD scale's label
+    top = 0.925 - (SUBTITLE_LINE * (page.caption.count("\n") + 1) + 0.1) / PAGE[1]
     rows = max((len(result.methods) + 1) // 2, 1) + len(result.cliques())
     h = min(top - 0.02, 0.16 + 0.042 * rows)
     cd_diagram(result, fig=fig, rect=(0.03, top - h, 0.94, h))
