@@ -43,7 +43,10 @@ def test_smoke_suite_runs_a_plugin_estimator(tmp_path, winsorized_file):
         assert "winsorized-mean" in ds.attrs["methods"]
     # drawn by the sweep's warm workers (--workers auto), the pages in report order
     pages = pdf_pages_text(tmp_path / "out" / "smoke.pdf")
-    assert squash(pages[0]).startswith("cmbenchreport:smoke") and "cellsthatdidnotrun" in squash(pages[-1])
+    texts = [squash(p) for p in pages]
+    assert texts[0].startswith("cmbenchreport:smoke")
+    appendix = next(i for i, t in enumerate(texts) if "Suitefile:smoke.toml" in t)  # the suite file, last
+    assert "cellsthatdidnotrun" in texts[appendix - 1] and all("Suitefile:smoke.toml" in t for t in texts[appendix:])
 
 
 def test_unknown_suite_lists_shipped_ones():

@@ -27,7 +27,6 @@ def register_report_pages() -> list[PageKind]:
     return [
         PageKind("provenance", tables.provenance_sections, text, place="head"),
         PageKind("claims", claims_page.claims_sections, text, place="head"),
-        PageKind("suite-file", tables.suite_file_sections, text, place="head"),
         PageKind("curves", parameter.curve_sections, curves, html={CurvePage: render_curves}),
         PageKind("mean-sd", parameter.mean_sd_sections, text),
         PageKind("ranking", tables.ranking_sections, {**text, CdPage: draw_cd_page}, html={CdPage: render_cd}),
@@ -37,4 +36,6 @@ def register_report_pages() -> list[PageKind]:
         PageKind("cells", tables.cells_sections, text),
         PageKind("baseline", figures.baseline_sections, {**text, **curves}, html={CurvePage: render_curves}),
         PageKind("theory", theory_pages.theory_sections, {TheoryPage: draw_dis_compare}, place="tail"),
+        # an appendix, as in a paper: the reader meets the claims and figures first
+        PageKind("suite-file", tables.suite_file_sections, text, place="tail"),
     ]
