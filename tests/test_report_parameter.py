@@ -17,13 +17,13 @@ from helpers import drawn_page_texts, make_cube, squash
 DIMS = (100, 200, 300)
 
 
-def _by_d(inliers: bool = True):
-    ds = make_cube(datasets=tuple(f"gaussian.d_{d}" for d in DIMS), adversaries=("replace-mixture",),
-                   budgets=(0.05, 0.1), instances=3)
+def _by_d(inliers: bool = True, adversaries=("replace-mixture",), budgets=(0.05, 0.1)):
+    ds = make_cube(datasets=tuple(f"gaussian.d_{d}" for d in DIMS), adversaries=adversaries,
+                   budgets=budgets, instances=3)
     ds = ds.assign_coords(dataset_d=("dataset", np.array(DIMS, float)))
     ds.attrs["report_x"] = "dataset.d"
-    ds.attrs["adversaries_info"] = json.dumps({"replace-mixture": {"name": "replace-mixture", "level": "sample",
-                                                                   "mode": "replace"}})
+    ds.attrs["adversaries_info"] = json.dumps({a: {"name": a, "level": "sample", "mode": "replace"}
+                                               for a in adversaries})
     if inliers:
         shape = tuple(ds.sizes[d] for d in ("dataset", "instance", "adversary", "budget"))
         ds["inlier_l2"] = (("dataset", "instance", "adversary", "budget"), np.full(shape, 0.02))
@@ -49,6 +49,30 @@ def test_curves_are_drawn_against_the_parameter_one_panel_per_budget(tmp_path):
     assert squash("mean (sd) per data set and method") in text and squash("d = 300") in text
     page = write_html([ds], tmp_path / "r.html").read_text()
     assert SAMPLING in page and 'id="synthetic-mean-sd"' in page
+
+
+def test_the_adversaries_share_a_page_per_metric_when_their_panels_fit(tmp_path):
+    """Three adversaries at two budgets: one page per metric, budget by budget and the adversaries in
+    the suite's order (a paper sets its corruption schemes side by side); past `MAX_PANELS` panels,
+    a page per adversary as before."""
+    from cmbench.report.content.parameter import MAX_PANELS
+
+    three = ("replace-mixture", "replace-far", "replace-near")
+    ds = _by_d(adversaries=three)
+    curves = next(s for s in build_report([load_cube(ds)], title="t") if s.slug == "synthetic-curves")
+    assert sorted(p.slug for p in curves.pages) == ["synthetic-l2-by-d", "synthetic-mahalanobis-by-d"]
+    rec = next(p for p in curves.pages if p.slug == "synthetic-l2-by-d").record
+    assert rec.title == "synthetic: l2 error versus d, by adversary"
+    assert [p.title for p in rec.panels] == [f"{a}\n$\\epsilon$ = {b}" for b in ("0.05", "0.1") for a in three]
+    assert all(SAMPLING in p.curves for p in rec.panels)
+    text = squash(" ".join(drawn_page_texts([ds], lambda slug: slug == "synthetic-l2-by-d", tmp_path).values()))
+    assert all(squash(a) in text for a in three)
+
+    many = tuple(f"replace-{k}" for k in range(MAX_PANELS // 2 + 1))  # 2 budgets: past MAX_PANELS panels
+    cube = load_cube(_by_d(adversaries=many))
+    curves = next(s for s in build_report([cube], title="t") if s.slug == "synthetic-curves")
+    assert [p.slug for p in curves.pages] == [f"synthetic-{a}-{m}-by-d" for a in many for m in cube.metrics]
+    assert all(len(p.record.panels) == 2 for p in curves.pages)
 
 
 def test_mean_sd_table_gives_each_method_per_data_set():

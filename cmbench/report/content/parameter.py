@@ -5,7 +5,8 @@ An experiment may say ``[experiment.report] x = "dataset.d"``: its cube then has
 attribute ``report_x = "dataset.d"`` and the coordinate ``dataset_d`` along the
 ``dataset`` dim (one value per data set entry, NaN where an entry lacks it). Its
 curve pages then put that parameter on the x axis: one page per (adversary,
-metric), one panel per budget, one line per method (mean over instances with the
+metric), one panel per budget, or one page per metric with a panel per (adversary,
+budget) when they fit (`MAX_PANELS`); one line per method (mean over instances with the
 band of `load.band_kind`), the data sets being the points of a line. A cube with the variable
 ``inlier_l2`` (the error of the mean of the rows the adversary left untouched,
 dims dataset, instance, adversary, budget) gets it drawn on its ``l2`` pages as
@@ -39,8 +40,19 @@ def report_x(cube: Cube) -> Optional[tuple[str, str]]:
     return coord, param
 
 
+#: The most panels of one page of curves against a parameter: a 2 x 3 grid still reads on A4 landscape.
+MAX_PANELS = 6
+
+
 def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
-    """The curve pages of a ``report_x`` cube: error against the parameter, a panel per budget."""
+    """The curve pages of a ``report_x`` cube: error against the parameter, one panel per budget.
+
+    When every adversary's panels fit one page together (several adversaries, at most
+    `MAX_PANELS` panels in all), each metric gets one page with a panel per (adversary, budget),
+    budget by budget and within a budget in the suite's order of adversaries, as a paper's
+    figure sets its corruption schemes side by side; otherwise each (adversary, metric) gets
+    its own page.
+    """
     found = report_x(cube)
     if found is None:
         return []
@@ -48,41 +60,59 @@ def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     xs = np.asarray(cube.ds[coord].values, dtype=float)
     keep = [d for d, x in zip(cube.datasets, xs) if np.isfinite(x)]
     x_of = dict(zip(cube.datasets, xs))
+    x = np.array([x_of[d] for d in keep])
+    notes = []
+    if len(keep) < len(cube.datasets):
+        notes.append(f"Data sets without a numeric {param} are left out: "
+                     f"{', '.join(d for d in cube.datasets if d not in keep)}.")
+    together = 1 < len(cube.adversaries) and len(cube.adversaries) * len(cube.budgets) <= MAX_PANELS
+    groups = [(f"{cube.experiment}-{{metric}}-by-{param}", f"{{metric}} versus {param}, by adversary",
+               list(cube.adversaries))] if together else \
+        [(f"{cube.experiment}-{a}-{{metric}}-by-{param}", f"{{metric}} versus {param}, adversary {a}", [a])
+         for a in cube.adversaries]
     pages = []
-    kind = band_kind(cube)
-    for adversary in cube.adversaries:
-        ref = sampling_error(cube, adversary)
+    for slug, title, adversaries in groups:
         for metric in cube.metrics:
-            values = cube.ok_values(metric).sel(adversary=adversary)
-            summ = summarize(values)
-            dims = ("method", "dataset", "budget")
-            mean_a, lo_a, hi_a = (a.transpose(*dims).values for a in (summ.mean, *band_edges(values, kind)))
-            mi, di = positions(summ.mean, "method"), positions(summ.mean, "dataset")
-            x = np.array([x_of[d] for d in keep])
-            cols = [di[d] for d in keep]
-            panels = []
-            for j, b in enumerate(cube.budgets):
-                curves = {m: (mean_a[mi[m], cols, j], lo_a[mi[m], cols, j], hi_a[mi[m], cols, j])
-                          for m in cube.methods if np.isfinite(mean_a[mi[m], cols, j]).any()}
-                if ref is not None and metric == "l2":
-                    none = np.full(len(keep), np.nan)
-                    curves[SAMPLING] = (ref.sel(dataset=keep).values[:, j], none, none)
-                if curves:
-                    panels.append(Panel(f"{cube.budget_symbol(adversary)} = {fmt_num(float(b))}", x, curves,
-                                        key=f"budget {fmt_num(float(b))}"))
+            by_adversary = {a: _budget_panels(cube, a, metric, keep, x, named=together) for a in adversaries}
+            panels = [by_adversary[a][j] for j in range(len(cube.budgets)) for a in adversaries
+                      if j in by_adversary[a]]
             if not panels:
                 continue
-            notes = []
-            if len(keep) < len(cube.datasets):
-                notes.append(f"Data sets without a numeric {param} are left out: "
-                             f"{', '.join(d for d in cube.datasets if d not in keep)}.")
-            if ref is not None and metric == "l2":
-                notes.append(SAMPLING_NOTE)
-            title = f"{cube.experiment}: {metric_name(metric, math=False)} versus {param}, adversary {adversary}"
-            pages.append(curve_page(f"{cube.experiment}-{adversary}-{metric}-by-{param}", title, panels,
-                                    styles, xlabel=param, ylabel=metric_name(metric), notes=notes,
-                                    subtitle=band_caption(cube), band=kind, yscale=report_yscale(cube)))
+            reference = metric == "l2" and any(SAMPLING in p.curves for p in panels)
+            pages.append(curve_page(slug.format(metric=metric),
+                                    f"{cube.experiment}: {title.format(metric=metric_name(metric, math=False))}",
+                                    panels, styles, xlabel=param, ylabel=metric_name(metric),
+                                    notes=notes + ([SAMPLING_NOTE] if reference else []),
+                                    subtitle=band_caption(cube), band=band_kind(cube),
+                                    yscale=report_yscale(cube)))
     return pages
+
+
+def _budget_panels(cube: Cube, adversary: str, metric: str, keep: list, x: np.ndarray,
+                   named: bool) -> dict[int, Panel]:
+    """One adversary's panels for ``metric``, by budget index, for the budgets with a value: each
+    method's mean over instances and its band at the data sets ``keep`` (at ``x``), the inliers'
+    reference on l2; ``named``: the panel's title and key name the adversary too."""
+    ref = sampling_error(cube, adversary)
+    values = cube.ok_values(metric).sel(adversary=adversary)
+    summ = summarize(values)
+    dims = ("method", "dataset", "budget")
+    mean_a, lo_a, hi_a = (a.transpose(*dims).values
+                          for a in (summ.mean, *band_edges(values, band_kind(cube))))
+    mi, di = positions(summ.mean, "method"), positions(summ.mean, "dataset")
+    cols = [di[d] for d in keep]
+    panels = {}
+    for j, b in enumerate(cube.budgets):
+        curves = {m: (mean_a[mi[m], cols, j], lo_a[mi[m], cols, j], hi_a[mi[m], cols, j])
+                  for m in cube.methods if np.isfinite(mean_a[mi[m], cols, j]).any()}
+        if ref is not None and metric == "l2":
+            none = np.full(len(keep), np.nan)
+            curves[SAMPLING] = (ref.sel(dataset=keep).values[:, j], none, none)
+        if curves:
+            budget, key = f"{cube.budget_symbol(adversary)} = {fmt_num(float(b))}", f"budget {fmt_num(float(b))}"
+            panels[j] = Panel(f"{adversary}\n{budget}" if named else budget, x, curves,
+                              key=f"{adversary}, {key}" if named else key)
+    return panels
 
 
 def mean_sd_text(cube: Cube) -> Optional[TextPages]:
