@@ -6,8 +6,8 @@ from scipy import stats
 
 from cmbench.report.load import load_cube
 from cmbench.report.content.range_quantiles import QUANTILES
-from cmbench.report.content.significance import (block_scores, cd_diagram, friedman, friedman_statistic, rank_average,
-                                         nemenyi_cd, range_quantile, run_tests)
+from cmbench.report.content.significance import (BLOCK_RANK, block_scores, cd_diagram, friedman, friedman_statistic,
+                                                 nemenyi_cd, range_quantile, rank_average, run_tests)
 from helpers import drawn_page_texts, make_cube, set_cells, squash
 
 
@@ -113,7 +113,27 @@ def test_the_diagram_starts_below_its_pages_caption():
         fig.canvas.draw()
         caption = next(t for t in fig.texts if t.get_text() == page.record.caption).get_window_extent()
         scale = next(t for t in fig.axes[0].texts if t.get_text().startswith("CD = ")).get_window_extent()
-    assert scale.y1 < caption.y0, (scale, caption)
+        axis = next(t for t in fig.axes[0].texts if t.get_text().startswith(BLOCK_RANK)).get_window_extent()
+    assert scale.y1 < caption.y0 and axis.y1 < caption.y0, (scale, axis, caption)
+
+
+def test_a_critical_difference_wider_than_the_axis_keeps_its_label_clear_of_the_axis_caption():
+    """Two blocks give a CD longer than the rank axis (ap25-quick's: 5.05 over ranks 1-4): the
+    scale bar's label, centred on the bar, ran into the axis's caption at the same height."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from cmbench.report.style import RC
+
+    res = friedman(np.array([[1.0, 2.0, 3.0, 4.0], [1.5, 1.0, 3.5, 3.0]]), ["a", "b", "c", "d"])
+    assert res.cd > 3  # wider than the axis (ranks 1 to 4)
+    with matplotlib.rc_context(RC):
+        fig = cd_diagram(res)
+        fig.canvas.draw()
+        texts = {t.get_text(): t.get_window_extent() for t in fig.axes[0].texts}
+    scale = next(box for text, box in texts.items() if text.startswith("CD = "))
+    axis = next(box for text, box in texts.items() if text.startswith(BLOCK_RANK))
+    assert not scale.overlaps(axis), (scale, axis)
 
 
 def test_diagram_for_many_methods():

@@ -307,7 +307,7 @@ def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
     line_h = 1.0
     bar_top = 0.3 + 0.35 * len(cliques)
     ax.set_xlim(lo - 0.35 * (hi - lo + 1) - 0.2, hi + 0.35 * (hi - lo + 1) + 0.2)
-    ax.set_ylim(-(bar_top + (rows + 0.8) * line_h), 1.9)
+    ax.set_ylim(-(bar_top + (rows + 0.8) * line_h), 2.15)
     ax.plot([lo, hi], [0, 0], color="black", lw=1.0)
     step = 1 if k <= 15 else 5  # keep the rank labels legible for many methods
     for t in range(lo, hi + 1):
@@ -321,7 +321,9 @@ def cd_diagram(result: Friedman, title: str = "", fig: Figure | None = None,
     for x in (lo, lo + result.cd):
         ax.plot([x, x], [1.27, 1.43], color="black", lw=1.0)
     ax.text(lo + result.cd / 2, 1.48, f"CD = {result.cd:.2f}", ha="center", va="bottom", fontsize=8)
-    ax.text(hi, 1.48, f"{BLOCK_RANK} (Friedman), 1 = best", ha="right", va="bottom", fontsize=8,
+    # the axis's caption on a line of its own: a CD as wide as the axis (few blocks) put the scale
+    # bar's label under it
+    ax.text(hi, 1.8, f"{BLOCK_RANK} (Friedman), 1 = best", ha="right", va="bottom", fontsize=8,
             style="italic")
     # cliques: thick bars just below the axis
     for c, (a, b) in enumerate(cliques):
