@@ -55,7 +55,7 @@ def test_the_adversaries_share_a_page_per_metric_when_their_panels_fit(tmp_path)
     """Three adversaries at two budgets: one page per metric, budget by budget and the adversaries in
     the suite's order (a paper sets its corruption schemes side by side); past `MAX_PANELS` panels,
     a page per adversary as before."""
-    from cmbench.report.content.parameter import MAX_PANELS
+    from cmbench.report.layout import MAX_PANELS
 
     three = ("replace-mixture", "replace-far", "replace-near")
     ds = _by_d(adversaries=three)

@@ -328,3 +328,25 @@ def test_a_long_subtitle_is_wrapped_and_the_legend_moves_below_it():
         assert sub.x1 <= page_box.width, f"{name} subtitle runs off the page"
         assert legend.y1 <= sub.y0, f"{name} subtitle overlaps the legend"
     assert boxes["long"][0].height > 1.5 * boxes["short"][0].height  # two lines against one
+
+
+# -- one data set, several adversaries ---------------------------------------------------------
+def test_one_data_sets_adversaries_share_a_page_per_metric(tmp_path):
+    """A cube of one data set under three adversaries on one budget axis (ap25's eta experiments):
+    one page per metric, a panel per adversary titled by it, not a page of one panel each; a second
+    data set (three panels a page already) or a second budget axis keeps a page per adversary."""
+    three = ("min-rho", "random-rho", "max-rho")
+    ds = make_cube(datasets=("gaussian",), adversaries=three)
+    pages = curve_pages(ds)
+    assert sorted(p.slug for p in pages) == ["synthetic-l2", "synthetic-mahalanobis"]
+    rec = next(p for p in pages if p.slug == "synthetic-l2").record
+    assert rec.title == "synthetic: l2 error versus budget on gaussian (synthetic-linear), by adversary"
+    assert [p.title.splitlines()[0] for p in rec.panels] == list(three)
+    text = " ".join(drawn_page_texts([ds], lambda slug: slug == "synthetic-l2", tmp_path).values())
+    assert all(a in text for a in three)
+
+    assert len(curve_pages(make_cube(datasets=("gaussian", "uniform"), adversaries=three))) == 2 * len(three)
+    mixed = make_cube(datasets=("gaussian",), adversaries=("min-rho", "replace-mixture"))
+    sample_level(mixed)  # replace-mixture: a budget in rows (epsilon), min-rho in entries (rho)
+    assert sorted(p.slug for p in curve_pages(mixed)) == [
+        f"synthetic-{a}-{m}" for a in ("min-rho", "replace-mixture") for m in ("l2", "mahalanobis")]

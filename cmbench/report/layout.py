@@ -78,6 +78,11 @@ class Section:
 
 
 # -- grids, legends, notes ------------------------------------------------------------------
+#: The most panels a page of curves gathers from several adversaries (`figures.error_pages`,
+#: `parameter.parameter_pages`): a 2 x 3 grid still reads on A4 landscape.
+MAX_PANELS = 6
+
+
 def grid_shape(n: int) -> tuple[int, int]:
     """(rows, columns) for ``n`` panels: 3 columns at most; one panel takes the page, four a 2 x 2."""
     ncols = 2 if n == 4 else max(1, min(n, 3))

@@ -1,5 +1,6 @@
 """Figures of a report: error versus budget (one page per adversary and metric,
-one panel per data set, one line per method with its band, `load.band_kind`), recovery
+one panel per data set, or for one data set one page per metric with a panel per
+adversary; one line per method with its band, `load.band_kind`), recovery
 thresholds where the structure is known, runtime per method, and differences
 against a baseline.
 
@@ -23,9 +24,9 @@ import xarray as xr
 from .claims_page import convergence_lines
 from ...cube import FAILURES, GAPS
 from ..load import BAND_LEGEND, Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
-from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, NOTE_LINE, PAGE, SUBTITLE_LINE, Page,
-                     draw_notes, draw_title, legend_columns, page_legend, panel_grid, plain, wrap_notes, literal, Section,
-                     text_pages)
+from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, MAX_PANELS, NOTE_LINE, PAGE,
+                     SUBTITLE_LINE, Page, draw_notes, draw_title, legend_columns, page_legend, panel_grid, plain,
+                     wrap_notes, literal, Section, text_pages)
 from ..style import LineStyle, MethodStyles
 from .tables import baseline_difference, baseline_table_pages, fmt_list, fmt_num, shorten
 
@@ -216,44 +217,74 @@ def y_scale(panels: list[Panel], asked: str = "auto") -> tuple[str, list[Panel],
 
 # -- error curves --------------------------------------------------------------------
 def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
-    """One page per (adversary, metric) with a panel per data set that has values."""
-    pages = []
+    """One page per (adversary, metric) with a panel per data set that has values.
+
+    A cube of one data set and several adversaries on one budget axis (at most
+    `MAX_PANELS`) gets one page per metric instead, a panel per adversary, as a paper's
+    figure sets its corruption schemes side by side; each adversary's notes then follow
+    its name.
+    """
     status = cube.status()
     errors = cube.by_method("error")
-    kind = band_kind(cube)
-    for adversary in cube.adversaries:
+    together = (len(cube.datasets) == 1 and 1 < len(cube.adversaries) <= MAX_PANELS
+                and len({cube.budget_axis(a) for a in cube.adversaries}) == 1)
+    groups = [list(cube.adversaries)] if together else [[a] for a in cube.adversaries]
+    pages = []
+    for adversaries in groups:
         for metric in cube.metrics:
-            values = cube.ok_values(metric).sel(adversary=adversary)
-            summ = summarize(values)
-            lower, upper = band_edges(values, kind)
-            panels, empty = [], []
-            ref = sampling_error(cube, adversary) if metric == "l2" else None
-            for d in cube.datasets:
-                mean = summ.mean.sel(dataset=d)
-                if not np.isfinite(mean.values).any():
-                    empty.append(d)
-                    continue
-                panels.append(_panel(cube, adversary, d, mean, lower.sel(dataset=d), upper.sel(dataset=d)))
-                if ref is not None:
-                    none = np.full(len(cube.budgets), np.nan)
-                    panels[-1].curves[SAMPLING] = (ref.sel(dataset=d).values, none, none)
-            notes = [f"Recoverer {line}" for line in convergence_lines(cube)]
-            if ref is not None:
-                notes.append(SAMPLING_NOTE)
-            if empty:
-                notes.append(_empty_note(cube, status.sel(adversary=adversary), metric, empty))
-            notes += _gap_notes(cube, status.sel(adversary=adversary),
-                                errors.sel(adversary=adversary), adversary)
-            notes += _partial_notes(cube, summ, status.sel(adversary=adversary), adversary)
+            panels, notes, reference = [], [], False
+            for adversary in adversaries:
+                own, own_notes, ref = _adversary_panels(cube, adversary, metric, status, errors, named=together)
+                panels += own
+                reference |= ref
+                notes += ([f"{adversary}:"] + own_notes) if together and own_notes else own_notes
             if not panels:
                 continue  # no page of empty panels; the note reaches the cells page
-            title = (f"{cube.experiment}: {metric_name(metric, math=False)} versus "
-                     f"budget, adversary {adversary}{_adv_detail(cube, adversary)}")
-            pages.append(curve_page(f"{cube.experiment}-{adversary}-{metric}", title, panels, styles,
-                                    xlabel=cube.budget_axis(adversary), ylabel=metric_name(metric),
-                                    notes=notes, subtitle=band_caption(cube), band=kind,
-                                    yscale=report_yscale(cube)))
+            notes = ([f"Recoverer {line}" for line in convergence_lines(cube)]
+                     + ([SAMPLING_NOTE] if reference else []) + notes)
+            name = metric_name(metric, math=False)
+            if together:
+                (d,) = cube.datasets
+                slug = f"{cube.experiment}-{metric}"
+                title = (f"{cube.experiment}: {name} versus budget on {cube.dataset_title(d).splitlines()[0]}, "
+                         "by adversary")
+            else:
+                (a,) = adversaries
+                slug = f"{cube.experiment}-{a}-{metric}"
+                title = f"{cube.experiment}: {name} versus budget, adversary {a}{_adv_detail(cube, a)}"
+            pages.append(curve_page(slug, title, panels, styles, xlabel=cube.budget_axis(adversaries[0]),
+                                    ylabel=metric_name(metric), notes=notes, subtitle=band_caption(cube),
+                                    band=band_kind(cube), yscale=report_yscale(cube)))
     return pages
+
+
+def _adversary_panels(cube: Cube, adversary: str, metric: str, status: xr.DataArray, errors: xr.DataArray,
+                      named: bool) -> tuple[list[Panel], list[str], bool]:
+    """One adversary's panels for ``metric`` (one per data set with values), the notes on its
+    gaps, and whether they hold the inliers' reference; ``named``: each panel's title starts
+    with the adversary."""
+    values = cube.ok_values(metric).sel(adversary=adversary)
+    summ = summarize(values)
+    lower, upper = band_edges(values, band_kind(cube))
+    panels, empty = [], []
+    ref = sampling_error(cube, adversary) if metric == "l2" else None
+    for d in cube.datasets:
+        mean = summ.mean.sel(dataset=d)
+        if not np.isfinite(mean.values).any():
+            empty.append(d)
+            continue
+        panel = _panel(cube, adversary, d, mean, lower.sel(dataset=d), upper.sel(dataset=d))
+        if named:  # the data set's name is in the page's title: its facts stay, under the adversary
+            panel.title = "\n".join([adversary, *panel.title.splitlines()[1:]])
+            panel.key = adversary
+        if ref is not None:
+            none = np.full(len(cube.budgets), np.nan)
+            panel.curves[SAMPLING] = (ref.sel(dataset=d).values, none, none)
+        panels.append(panel)
+    notes = [_empty_note(cube, status.sel(adversary=adversary), metric, empty)] if empty else []
+    notes += _gap_notes(cube, status.sel(adversary=adversary), errors.sel(adversary=adversary), adversary)
+    notes += _partial_notes(cube, summ, status.sel(adversary=adversary), adversary)
+    return panels, notes, ref is not None and bool(panels)
 
 
 def no_curves_reason(cube: Cube) -> str:

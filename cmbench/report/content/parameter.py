@@ -20,7 +20,7 @@ import numpy as np
 
 from .figures import (SAMPLING, SAMPLING_NOTE, Panel, curve_page, error_pages, no_curves_reason, report_yscale,
                       sampling_error)
-from ..layout import Col, Page, Section, TextPages, plain, text_pages
+from ..layout import MAX_PANELS, Col, Page, Section, TextPages, plain, text_pages
 from ..load import Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
 from ..style import MethodStyles
 from .tables import fmt_num
@@ -38,10 +38,6 @@ def report_x(cube: Cube) -> Optional[tuple[str, str]]:
     if cube.ds[coord].dtype.kind not in "fiu":
         return None
     return coord, param
-
-
-#: The most panels of one page of curves against a parameter: a 2 x 3 grid still reads on A4 landscape.
-MAX_PANELS = 6
 
 
 def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
