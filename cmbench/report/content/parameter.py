@@ -62,22 +62,23 @@ def parameter_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
         notes.append(f"Data sets without a numeric {param} are left out: "
                      f"{', '.join(d for d in cube.datasets if d not in keep)}.")
     together = 1 < len(cube.adversaries) and len(cube.adversaries) * len(cube.budgets) <= MAX_PANELS
-    groups = [(f"{cube.experiment}-{{metric}}-by-{param}", f"{{metric}} versus {param}, by adversary",
-               list(cube.adversaries))] if together else \
-        [(f"{cube.experiment}-{a}-{{metric}}-by-{param}", f"{{metric}} versus {param}, adversary {a}", [a])
-         for a in cube.adversaries]
+    groups = [list(cube.adversaries)] if together else [[a] for a in cube.adversaries]
     pages = []
-    for slug, title, adversaries in groups:
+    for adversaries in groups:
         for metric in cube.metrics:
             by_adversary = {a: _budget_panels(cube, a, metric, keep, x, named=together) for a in adversaries}
             panels = [by_adversary[a][j] for j in range(len(cube.budgets)) for a in adversaries
                       if j in by_adversary[a]]
             if not panels:
                 continue
+            e, name = cube.experiment, metric_name(metric, math=False)
+            if together:
+                slug, title = f"{e}-{metric}-by-{param}", f"{e}: {name} versus {param}, by adversary"
+            else:
+                (a,) = adversaries
+                slug, title = f"{e}-{a}-{metric}-by-{param}", f"{e}: {name} versus {param}, adversary {a}"
             reference = metric == "l2" and any(SAMPLING in p.curves for p in panels)
-            pages.append(curve_page(slug.format(metric=metric),
-                                    f"{cube.experiment}: {title.format(metric=metric_name(metric, math=False))}",
-                                    panels, styles, xlabel=param, ylabel=metric_name(metric),
+            pages.append(curve_page(slug, title, panels, styles, xlabel=param, ylabel=metric_name(metric),
                                     notes=notes + ([SAMPLING_NOTE] if reference else []),
                                     subtitle=band_caption(cube), band=band_kind(cube),
                                     yscale=report_yscale(cube)))
