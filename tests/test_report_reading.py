@@ -18,7 +18,7 @@ from cmbench.report.render.html import Figures, render_curves
 from cmbench.suite import load_suite
 from test_params_as_data import suite_text
 from conftest import cli_inproc
-from helpers import drawn_page_texts, make_cube
+from helpers import drawn_page_texts, make_cube, set_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 #: DKK17-quick's methods and the order of their errors there (the noisy mean's label is the
@@ -344,6 +344,9 @@ def test_one_data_sets_adversaries_share_a_page_per_metric(tmp_path):
     assert [p.title.splitlines()[0] for p in rec.panels] == list(three)
     text = " ".join(drawn_page_texts([ds], lambda slug: slug == "synthetic-l2", tmp_path).values())
     assert all(a in text for a in three)
+    set_cells(ds, "undefined", "no rows left", adversary="random-rho", budget=0.3)
+    rec = next(p for p in curve_pages(ds) if p.slug == "synthetic-l2").record
+    assert any(n.startswith("random-rho: Gaps in the curves") for n in rec.notes)  # whose gap it is
 
     assert len(curve_pages(make_cube(datasets=("gaussian", "uniform"), adversaries=three))) == 2 * len(three)
     mixed = make_cube(datasets=("gaussian",), adversaries=("min-rho", "replace-mixture"))

@@ -237,7 +237,9 @@ def error_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
                 own, own_notes, ref = _adversary_panels(cube, adversary, metric, status, errors, named=together)
                 panels += own
                 reference |= ref
-                notes += ([f"{adversary}:"] + own_notes) if together and own_notes else own_notes
+                if together and own_notes:  # whose notes these are: the adversary leads the first
+                    own_notes = [f"{adversary}: {own_notes[0]}", *own_notes[1:]]
+                notes += own_notes
             if not panels:
                 continue  # no page of empty panels; the note reaches the cells page
             notes = ([f"Recoverer {line}" for line in convergence_lines(cube)]
