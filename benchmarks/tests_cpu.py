@@ -3,6 +3,7 @@
 ```
 python benchmarks/tests_cpu.py                          # the default selection, as README command 2 runs it
 python benchmarks/tests_cpu.py --top 40 -- tests/test_report.py -n 0
+python benchmarks/tests_cpu.py --keep tests.jsonl      # every test's figures kept, to compare two runs
 ```
 
 Runs pytest (arguments after ``--`` are passed on) with a plugin that takes, around
@@ -98,6 +99,8 @@ def _report(rows: list, wall: float, cpu: float, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--top", type=int, default=25, help="how many files and tests to list")
+    parser.add_argument("--keep", type=Path, default=None, metavar="FILE",
+                        help="also write every test's figures there, one JSON object per line (id, cpu, wall)")
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (after --)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cmbench-test-cpu-") as tmp:
@@ -111,6 +114,8 @@ def main() -> None:
         wall = time.monotonic() - start
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         rows = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        if args.keep is not None and log.exists():
+            args.keep.write_text(log.read_text())
     _report(rows, wall, cpu, args.top)
 
 

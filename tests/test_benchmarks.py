@@ -24,7 +24,8 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
     ("matrices.py", ["--d", "10", "--rounds", "1"], "speed-up"),
     ("dask_trim.py", ["--d", "10", "--N", "1000", "--rounds", "1"], "MALLOC_TRIM_THRESHOLD_ unset"),
     ("sample_level.py", ["--filter-speed", "--dims", "20", "--per-dim", "600", "--repeats", "1"], "ratio default"),
-    ("tests_cpu.py", ["--", str(BENCHMARKS.parent / "tests" / "test_nanstats.py"), "-n", "0"], "| tests/test_nanstats.py |"),
+    ("tests_cpu.py", ["--keep", "kept.jsonl", "--", str(BENCHMARKS.parent / "tests" / "test_nanstats.py"), "-n", "0"],
+     "| tests/test_nanstats.py |"),
 ])
 def test_benchmark_quick_form_runs(tmp_path: Path, script: str, args: list, expect: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CMBENCH_DATA_DIR"}
