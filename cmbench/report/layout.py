@@ -20,7 +20,7 @@ from .style import PAGE
 
 __all__ = ["PAGE", "Page", "Section", "Col", "TextPages", "TextPage", "draw_text_page", "grid_shape",
            "legend_columns", "row_major", "wrap_notes", "plain", "CLIP_RATIO", "BAND_RATIO", "MAX_NOTE_LINES",
-           "SUBTITLE_WIDTH", "SUBTITLE_LINE",
+           "SUBTITLE_WIDTH", "SUBTITLE_LINE", "MAX_PANELS",
            "TITLE_Y", "LEGEND_Y", "LEGEND_ROW", "NOTE_LINE", "LEFT_MARGIN"]
 
 #: y is clipped when the largest value exceeds CLIP_RATIO times the 90th
