@@ -322,7 +322,7 @@ def test_page_records_have_a_digest_and_the_same_record_the_same_digest():
 def test_a_wide_confidence_band_does_not_flatten_the_curves():
     from matplotlib.figure import Figure
 
-    from cmbench.report.content.figures import _ylimits
+    from cmbench.report.plots.curves import _ylimits
     from cmbench.report.layout import BAND_RATIO
 
     ax = Figure().add_subplot()

@@ -57,3 +57,30 @@ def test_the_t_band_and_friedman_p_values_are_scipys():
     assert res.p_value == pytest.approx(ref.pvalue, rel=1e-12)
     assert res.f_p_value == pytest.approx(stats.f.sf(res.f_stat, 3, 33), rel=1e-12)
 
+
+
+def test_a_process_that_draws_pages_imports_no_data_stack(tmp_path):
+    """A drawing worker unpickles its pages' records and drawing functions (`render.drawing`), which
+    imports their modules: every built-in kind's record types and drawings (`plots`, `layout`) import
+    no xarray, pandas, pyarrow or scipy (about 1 CPU-s in each process that draws)."""
+    import pickle
+
+    from cmbench.report.kinds import page_kinds
+    from cmbench.report.load import load_cube
+    from cmbench.report.render.pdf import build_pages
+
+    drawings = {rtype: draw for kind in page_kinds() for rtype, draw in kind.records.items()}
+    pages = build_pages([load_cube(make_cube(adversaries=("min-rho", "random-rho")))], title="t")
+    records = [(p.record, p.draw) for p in pages]
+    assert {type(r) for r, _ in records} >= {t for t in drawings if t.__name__ in ("CurvePage", "RuntimePage",
+                                                                                    "CdPage", "TextPage")}
+    blob = tmp_path / "pages.pkl"
+    blob.write_bytes(pickle.dumps((drawings, records)))
+    code = textwrap.dedent(f"""
+        import pickle, sys
+        drawings, records = pickle.loads(open({str(blob)!r}, "rb").read())
+        assert len(drawings) >= 7 and records
+        print(sorted(m for m in ("xarray", "pandas", "pyarrow", "scipy") if m in sys.modules))
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -101,7 +101,7 @@ def test_a_plugin_page_is_in_both_reports(tmp_path, example):
 def test_a_page_its_kind_does_not_register_is_refused():
     """A section builder whose page holds an unregistered record, and a hook returning something
     else than page kinds, are errors naming the kind or the plugin."""
-    from cmbench.report.content.figures import draw_curves
+    from cmbench.report.plots.curves import draw_curves
     from cmbench.report.layout import TextPage, draw_text_page, text_pages, TextPages
 
     def sections(cube, ctx):

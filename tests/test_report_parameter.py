@@ -82,7 +82,7 @@ def test_mean_sd_table_gives_each_method_per_data_set():
     rows = [row for b in table.blocks if b[0] == "table" for row in b[2]]
     l2 = ds["l2"].sel(recoverer="none", estimator="mean", adversary="replace-mixture", budget=0.05)
     first = l2.sel(dataset="gaussian.d_100").values
-    from cmbench.report.content.tables import fmt_num
+    from cmbench.report.layout import fmt_num
     want = f"{fmt_num(first.mean())} ({fmt_num(first.std(ddof=1))})"
     assert any(want in row for row in rows)
 

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from cmbench.errors import SuiteError
-from cmbench.report.content.figures import SAMPLING, draw_runtime, y_scale
+from cmbench.report.content.figures import SAMPLING, y_scale
+from cmbench.report.plots.runtime import draw_runtime
 from cmbench.report.load import load_cube
 from cmbench.report.model import build_report
 from cmbench.report.render.html import Figures, render_curves
@@ -179,7 +180,7 @@ def test_yscale_linear_is_kept_and_close_curves_stay_linear():
 
 def test_values_at_or_below_zero_get_a_zoom_panel_of_the_small_curves_not_a_log_axis():
     x = np.array([1.0, 2.0])
-    from cmbench.report.content.figures import Panel
+    from cmbench.report.plots.curves import Panel
 
     nan = np.full(2, np.nan)
     panel = Panel("eps = 0.1", x, {"big": (np.array([10.0, 14.0]), nan, nan),
@@ -311,7 +312,7 @@ def test_a_long_subtitle_is_wrapped_and_the_legend_moves_below_it():
     import matplotlib
 
     matplotlib.use("Agg")
-    from cmbench.report.content.figures import draw_curves
+    from cmbench.report.plots.curves import draw_curves
     from cmbench.report.style import RC
 
     page = curve_pages(make_cube(instances=5, datasets=("gaussian",)))[0].record

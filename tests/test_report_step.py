@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from cmbench.report.content import theory_pages
+from cmbench.report.plots import theory as plot_theory
 from cmbench.report.suite_step import write_suite_reports
 
 from helpers import make_cube, pdf_pages_text
@@ -35,7 +36,9 @@ def _counted_dis_compare(monkeypatch) -> list:
         calls.append(page)
         return original(page)
 
+    # the page builder's name and the kind's registered drawing (`report.pages`) are one function
     monkeypatch.setattr(theory_pages, "draw_dis_compare", draw_dis_compare)
+    monkeypatch.setattr(plot_theory, "draw_dis_compare", draw_dis_compare)
     return calls
 
 

@@ -6,8 +6,9 @@ from scipy import stats
 
 from cmbench.report.load import load_cube
 from cmbench.report.content.range_quantiles import QUANTILES
-from cmbench.report.content.significance import (BLOCK_RANK, block_scores, cd_diagram, friedman, friedman_statistic,
-                                                 nemenyi_cd, range_quantile, rank_average, run_tests)
+from cmbench.report.content.significance import (block_scores, friedman, friedman_statistic, nemenyi_cd,
+                                                 range_quantile, rank_average, run_tests)
+from cmbench.report.plots.cd import BLOCK_RANK, cd_diagram
 from helpers import drawn_page_texts, make_cube, set_cells, squash
 
 
@@ -103,7 +104,8 @@ def test_the_diagram_starts_below_its_pages_caption():
     import matplotlib
 
     matplotlib.use("Agg")
-    from cmbench.report.content.significance import cd_pages, draw_cd_page
+    from cmbench.report.content.significance import cd_pages
+    from cmbench.report.plots.cd import draw_cd_page
     from cmbench.report.style import RC
 
     (page,) = [p for p in cd_pages(load_cube(make_cube(instances=3, metrics=("l2",))))]

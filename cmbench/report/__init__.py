@@ -3,14 +3,19 @@
 Three layers, each importing only the ones above it:
 
 * the cubes and the page layout: `load` (reading and checking cubes), `layout`
-  (the `Page` type, page geometry, text flow), `style` (one look per method);
+  (the `Page` type, page geometry, text flow, the text pages' drawing), `style`
+  (one look per method);
+* ``plots/``: the figure pages' record types and their matplotlib drawings
+  (`plots.curves`, `plots.runtime`, `plots.cd`, `plots.stress`, `plots.theory`),
+  importing no xarray, pandas or scipy, so that a process that only draws
+  pages imports none of them;
 * ``content/``: what a report shows, as data. One module per kind of page
-  builds its records from the cubes and knows how to draw them with
-  matplotlib (`figures`: curves, runtime, baseline; `tables`: provenance,
-  ranking, cells; `claims_page`, `significance`, `recovery`, `stress`,
-  `parameter`: error against a component parameter, `theory_pages`), plus the
-  terminal `summary` and the LaTeX/CSV `paper_tables`. `model.build_report`
-  puts the records in sections, in order: the report model;
+  builds its records from the cubes (`figures`: curves, runtime, baseline;
+  `tables`: provenance, ranking, cells; `claims_page`, `significance`,
+  `recovery`, `stress`, `parameter`: error against a component parameter,
+  `theory_pages`), plus the terminal `summary` and the LaTeX/CSV
+  `paper_tables`. `model.build_report` puts the records in sections, in
+  order: the report model;
 * ``render/``: the PDF (`render.pdf`, drawn by a strategy of `render.drawing`,
   pages kept by `render.pagecache`) and the HTML (`render.html`, plotly, its
   other figures as SVG from the PDF's drawing, kept there too) of the same

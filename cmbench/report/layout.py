@@ -20,7 +20,7 @@ from .style import PAGE
 
 __all__ = ["PAGE", "Page", "Section", "Col", "TextPages", "TextPage", "draw_text_page", "grid_shape",
            "legend_columns", "row_major", "wrap_notes", "plain", "CLIP_RATIO", "BAND_RATIO", "MAX_NOTE_LINES",
-           "SUBTITLE_WIDTH", "SUBTITLE_LINE", "MAX_PANELS",
+           "SUBTITLE_WIDTH", "SUBTITLE_LINE", "MAX_PANELS", "MESSAGE_CHARS", "fmt_num", "fmt_list", "shorten",
            "TITLE_Y", "LEGEND_Y", "LEGEND_ROW", "NOTE_LINE", "LEFT_MARGIN"]
 
 #: y is clipped when the largest value exceeds CLIP_RATIO times the 90th
@@ -75,6 +75,35 @@ class Section:
     omitted: list[str] = field(default_factory=list)
     #: the kind of page that built it (`kinds.PageKind.name`), set by `model.build_report`
     kind: str = ""
+
+
+# -- numbers and short texts ---------------------------------------------------------------
+MESSAGE_CHARS = 400  # of one error message
+
+
+def fmt_num(x: float, digits: int = 3) -> str:
+    """Three significant digits; an en dash for a missing value."""
+    if x is None or not np.isfinite(x):
+        return "–"
+    return f"{x:.{digits}g}"
+
+
+def fmt_list(values: Sequence, total: int | None = None, limit: int = 6) -> str:
+    """A short list: "all 5" when complete, "0.1, 0.2", or for a long evenly spaced
+    one "0, 0.05, …, 0.5 (11 values)"."""
+    values = list(values)
+    if total is not None and len(values) == total and total > 1:
+        return f"all {total}"
+    shown = [fmt_num(v, 3) if isinstance(v, float) else str(v) for v in values]
+    if len(shown) <= limit:
+        return ", ".join(shown)
+    return f"{shown[0]}, {shown[1]}, …, {shown[-1]} ({len(shown)} values)"
+
+
+def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """``text`` on one line (runs of white space made one space), cut to ``limit`` characters with "…"."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- grids, legends, notes ------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The report's own kinds of page, registered as a plugin's would be (`cmbench.hookspecs.register_report_pages`).
 
 One line per kind: its name, the content module's section builder, its record
-types with their matplotlib drawings and, where the HTML has one, their plotly
-renderers. The order of the lines is the order of the sections within each
+types with their matplotlib drawings (`plots`, or `layout` for text) and, where the
+HTML has one, their plotly renderers. The order of the lines is the order of the sections within each
 place (head, once per experiment, tail). The content modules are imported
 when a report is drawn, not when plugins load.
 """
@@ -15,11 +15,12 @@ from .kinds import PageKind
 @hookimpl
 def register_report_pages() -> list[PageKind]:
     from .content import claims_page, figures, parameter, recovery, stress, tables, theory_pages
-    from .content.figures import CurvePage, RuntimePage, draw_curves, draw_runtime
-    from .content.significance import CdPage, draw_cd_page
-    from .content.stress import DistancePage, DotPage, draw_distance, draw_dots
-    from .content.theory_pages import TheoryPage, draw_dis_compare
     from .layout import TextPage, draw_text_page
+    from .plots.cd import CdPage, draw_cd_page
+    from .plots.curves import CurvePage, draw_curves
+    from .plots.runtime import RuntimePage, draw_runtime
+    from .plots.stress import DistancePage, DotPage, draw_distance, draw_dots
+    from .plots.theory import TheoryPage, draw_dis_compare
     from .render.html import render_cd, render_curves, render_runtime
 
     text = {TextPage: draw_text_page}

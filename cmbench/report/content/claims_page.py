@@ -14,8 +14,7 @@ import numpy as np
 from ... import verdicts as claims_mod
 from ...cube import attr_json
 from ..load import Cube
-from ..layout import Col, Section, TextPages, fitted_widths, text_pages
-from .tables import fmt_num
+from ..layout import Col, Section, TextPages, fitted_widths, fmt_num, text_pages
 
 #: parameters of a recoverer that make its stopping rule, when it has them
 STOP_PARAMS = ("tol", "max_iter")

@@ -12,11 +12,8 @@ freed as soon as the report has saved them.
 """
 from __future__ import annotations
 
-import itertools
-import math
 from pathlib import PurePath
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 import xarray as xr
@@ -24,16 +21,12 @@ import xarray as xr
 from .claims_page import convergence_lines
 from ...cube import FAILURES, GAPS
 from ..load import BAND_LEGEND, Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
-from ..layout import (BAND_RATIO, CLIP_RATIO, LEFT_MARGIN, LEGEND_ROW, LEGEND_Y, MAX_PANELS, NOTE_LINE, PAGE,
-                     SUBTITLE_LINE, Page, draw_notes, draw_title, legend_columns, page_legend, panel_grid, plain,
-                     wrap_notes, literal, Section, text_pages)
+from ..layout import MAX_PANELS, Page, Section, fmt_list, fmt_num, plain, shorten, text_pages
+from ..plots.curves import CurvePage, Panel, draw_curves
+from ..plots.runtime import RuntimePage, draw_runtime
 from ..style import LineStyle, MethodStyles
-from .tables import baseline_difference, baseline_table_pages, fmt_list, fmt_num, shorten
+from .tables import baseline_difference, baseline_table_pages
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-THRESHOLD_STYLES = (("0.25", "--"), ("0.45", ":"), ("0.25", "-."), ("0.55", (0, (5, 2, 1, 2))))
 #: (levels, modes) each key of ``cmbench.theory.thresholds`` speaks about: m_A/2n
 #: (missing) and m_A/4n (replaced) bound alpha and rho alike (Theorem metaAlgThm
 #: takes rho = alpha); Lemma lm:recovery_rho is about A2 with missing entries;
@@ -82,38 +75,6 @@ def sampling_error(cube: Cube, adversary: str) -> xr.DataArray | None:
     return v.mean("instance", skipna=True).transpose("dataset", "budget")
 
 
-@dataclass
-class Panel:
-    """One data set's curves: per method, (centre, band's lower edge, band's upper edge) at ``x``
-    (NaN edges: no band there)."""
-
-    title: str
-    x: np.ndarray
-    curves: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
-    thresholds: list[tuple[str, float]] = field(default_factory=list)
-    off_range: list[str] = field(default_factory=list)  # thresholds not drawn
-    key: str = ""  # the data set's label, for notes
-
-
-@dataclass
-class CurvePage:
-    """A page of error (or difference) curves: everything `draw_curves` draws."""
-
-    title: str
-    panels: list[Panel]
-    styles: dict[str, LineStyle]  # method -> its look, for the methods drawn
-    xlabel: str
-    ylabel: str
-    notes: list[str] = field(default_factory=list)
-    subtitle: str = ""
-    zero_line: bool = False
-    floor_zero: bool = True
-    band_label: str = ""  # the legend's entry for the shaded bands ("" when none is drawn)
-    yscale: str = "linear"  # or "log"
-    xticks: list[float] | None = None  # a tick at each of these x values; None: the renderer's own
-    same_as: dict[str, str] = field(default_factory=dict)  # method -> the earlier one it coincides with
-
-
 def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodStyles, *,
                band: str = "", yscale: str = "auto", notes: Sequence[str] = (), **kw) -> Page:
     """A `Page` of curves: the record, with the looks of the methods it draws, and `draw_curves`.
@@ -138,11 +99,6 @@ def curve_page(slug: str, title: str, panels: Sequence[Panel], styles: MethodSty
                                 band_label=f"shaded: {BAND_LEGEND.get(band, band)}" if band and has_band else "",
                                 yscale=scale, xticks=[float(v) for v in xs] if 0 < xs.size <= MAX_TICKS else None,
                                 same_as=same, **kw), draw_curves)
-
-
-def legend_label(page: CurvePage, method: str) -> str:
-    """A method's legend entry: its label, and the method its curve coincides with."""
-    return f"{method} (same as {page.same_as[method]})" if method in page.same_as else method
 
 
 def coinciding(panels: Sequence[Panel]) -> dict[str, str]:
@@ -349,171 +305,6 @@ def thresholds_for(cube: Cube, dataset: str, adversary: str) -> list[tuple[str, 
     return sorted(out, key=lambda t: t[1])
 
 
-def draw_curves(page: CurvePage) -> Figure:
-    """A page of panels in a grid (3 columns at most), one shared legend on top,
-    and notes at the bottom.
-
-    ``floor_zero`` starts a linear y axis at 0 (errors are non-negative), so a
-    method that recovers exactly sits visibly at zero; the record says when the
-    axis is logarithmic instead (`y_scale`). When one method's mean explodes (more
-    than `CLIP_RATIO` times the 90th percentile of all means) the axis is cut
-    above the rest, the cut points are marked on the top edge and a note gives
-    their maxima. Confidence bands are cut at `BAND_RATIO` times the panel's
-    highest mean, so that a wide band does not flatten the curves. Recovery thresholds shared by every panel that has them go
-    into the top legend; otherwise each panel has its own small legend.
-    """
-    from matplotlib.lines import Line2D
-
-    panels, styles = page.panels, page.styles
-    fig, axes = panel_grid(len(panels))
-    nrows = axes.shape[0]
-    methods = list(styles)
-    with_thr = [p.thresholds for p in panels if p.thresholds]
-    shared_thr = with_thr[0] if with_thr and all(t == with_thr[0] for t in with_thr) else None
-    clipped: dict[str, list[str]] = {}
-    for ax, panel in zip(axes.ravel(), panels):
-        for m, text in _draw_panel(ax, panel, page, thr_legend=shared_thr is None):
-            clipped.setdefault(m, []).append(text)
-        ax.set_xlabel(page.xlabel)
-        ax.set_ylabel(page.ylabel)
-    notes = page.notes + off_range_notes(panels)
-    if clipped:
-        notes.append("Off the top of the y axis (marked by triangles on the top edge): "
-                     + "; ".join(f"{m} on {', '.join(v)}" for m, v in clipped.items()) + ".")
-    notes = wrap_notes(notes)
-
-    h = PAGE[1]
-    labels = [legend_label(page, m) for m in methods] + ([page.band_label] if page.band_label else [])
-    ncol = legend_columns(labels, 9, 6)
-    thr_labels = [f"{lb} = {fmt_num(v)}" for lb, v in shared_thr or []]
-    thr_ncol = legend_columns(["recovery thresholds:"] + thr_labels, 8.5, 6)
-    thr_rows = math.ceil((len(thr_labels) + 1) / thr_ncol) if shared_thr else 0
-    rows = math.ceil(len(labels) / ncol) + thr_rows
-    top = LEGEND_Y + SUBTITLE_LINE * draw_title(fig, page.title, page.subtitle)  # the legend's top
-    fig.subplots_adjust(left=LEFT_MARGIN, right=0.98, top=1 - (top + LEGEND_ROW * rows + 0.45) / h,
-                        bottom=(0.72 + NOTE_LINE * len(notes)) / h,
-                        hspace=0.5 if nrows > 1 else 0.2, wspace=0.22)
-    if methods:
-        from matplotlib.patches import Patch
-
-        handles = [Line2D([], [], label=literal(legend_label(page, m)), **_line_kwargs(page, m)) for m in methods]
-        if page.band_label:
-            handles.append(Patch(facecolor="0.5", alpha=0.3, linewidth=0, label=page.band_label))
-        page_legend(fig, handles, ncol, top, fontsize=9, handlelength=3.0, columnspacing=2.0)
-    if shared_thr:
-        intro = Line2D([], [], linestyle="none", label="recovery thresholds:")
-        page_legend(fig, [intro] + _threshold_handles(shared_thr), thr_ncol,
-                    top + LEGEND_ROW * (rows - thr_rows), fontsize=8.5, handlelength=3.0,
-                    columnspacing=1.5, handletextpad=0.4)
-    draw_notes(fig, notes)
-    return fig
-
-
-def off_range_notes(panels: Sequence[Panel]) -> list[str]:
-    """A note per set of recovery thresholds beyond the budgets shown, naming the panels it is of."""
-    off: dict[str, list[str]] = {}
-    for p in panels:
-        if p.off_range:
-            off.setdefault("; ".join(p.off_range), []).append(p.key or p.title.splitlines()[0])
-    return [f"Recovery thresholds beyond the budgets shown ({', '.join(where)}): {text}."
-            for text, where in off.items()]
-
-
-def _threshold_handles(thresholds: Sequence[tuple[str, float]]) -> list[Line2D]:
-    from matplotlib.lines import Line2D
-
-    return [Line2D([], [], color=c, linestyle=ls, linewidth=1.2,
-                   label=f"{label} = {fmt_num(value)}")
-            for (label, value), (c, ls) in zip(thresholds, itertools.cycle(THRESHOLD_STYLES))]
-
-
-def _line_kwargs(page: CurvePage, method: str) -> dict:
-    """A curve's matplotlib look: a curve that coincides with an earlier one has open, larger
-    markers, drawn on top, so that both stay visible."""
-    kw = page.styles[method].kwargs()
-    if method in page.same_as:
-        kw.update(markerfacecolor="none", markersize=8, markeredgewidth=1.3)
-    return kw
-
-
-def _draw_panel(ax, panel: Panel, page: CurvePage, *, thr_legend: bool) -> list[tuple[str, str]]:
-    """Draw one panel; return (method, "data set (max v)") for curves cut at the top."""
-    styles, floor_zero = page.styles, page.floor_zero and page.yscale != "log"
-    x = np.asarray(panel.x, dtype=float)
-    order = np.argsort(x)
-    x = x[order]
-    drawn = {}
-    if page.yscale == "log":
-        ax.set_yscale("log")
-    for m, (centre, lower, upper) in panel.curves.items():
-        c, lo, hi = (np.asarray(a, float)[order] for a in (centre, lower, upper))
-        if not np.isfinite(c).any():
-            continue
-        st = styles[m]
-        band = np.isfinite(c) & np.isfinite(lo) & np.isfinite(hi)
-        if band.any():
-            ax.fill_between(x, np.where(band, lo, np.nan), np.where(band, hi, np.nan),
-                            color=st.color, alpha=0.16, linewidth=0, zorder=2)
-        ax.plot(x, c, label=literal(m), zorder=4 if m in page.same_as else 3, **_line_kwargs(page, m))
-        drawn[m] = (c, np.where(band, hi, c))
-    if page.zero_line:
-        ax.axhline(0.0, color="0.2", linewidth=0.8, zorder=1)
-    for (_, value), h in zip(panel.thresholds, _threshold_handles(panel.thresholds)):
-        ax.axvline(value, color=h.get_color(), linestyle=h.get_linestyle(), linewidth=1.2,
-                   zorder=1)
-    if thr_legend and panel.thresholds:
-        ax.legend(handles=_threshold_handles(panel.thresholds), loc="best", fontsize=7.5,
-                  framealpha=0.85, handlelength=2.5, title="recovery thresholds",
-                  title_fontsize=7.5)
-    cut = []
-    top = _ylimits(ax, drawn, floor_zero=floor_zero, log=page.yscale == "log")
-    if top is not None:
-        for m, (c, _) in drawn.items():
-            over = np.isfinite(c) & (c > top)
-            if over.any():
-                ax.plot(x[over], np.full(over.sum(), top), linestyle="none", marker="^",
-                        markersize=7, color=styles[m].color, clip_on=False, zorder=4)
-                where = panel.key or panel.title.splitlines()[0]
-                cut.append((m, f"{where} (max {fmt_num(c[over].max())})"))
-    ax.set_title(panel.title, fontsize=9.5, loc="left")
-    if page.xticks is not None:  # a tick at each value of the grid (`MAX_TICKS`)
-        ax.set_xticks(page.xticks)
-        ax.set_xticklabels([fmt_num(v) for v in page.xticks])
-    return cut
-
-
-def _ylimits(ax, drawn: dict, *, floor_zero: bool, log: bool = False) -> float | None:
-    """Set the y range; return the top when a curve was cut, else None."""
-    if not drawn:
-        return None
-    centres = np.concatenate([c[np.isfinite(c)] for c, _ in drawn.values()])
-    tops = np.concatenate([t[np.isfinite(t)] for _, t in drawn.values()])
-    if log:  # the means' range, a little more: a band reaching far below would compress it
-        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-        pos = centres[centres > 0]
-        if pos.size:
-            ax.set_ylim(pos.min() / 1.6, max(pos.max(), min(tops.max(), BAND_RATIO * pos.max())) * 1.6)
-        # ticks at 1, 2 and 5 times each power of ten, written as numbers: decades alone leave
-        # a curve between two labels unreadable
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt_num(v)))
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        return None
-    if not floor_zero or centres.min() < 0:
-        return None  # differences: matplotlib's own range, around the zero line
-    ref = float(np.percentile(centres, 90))
-    limit = CLIP_RATIO * ref
-    if ref > 0 and centres.max() > limit:
-        kept = np.concatenate([centres[centres <= limit], tops[tops <= limit]])
-        top = 1.06 * float(kept.max())
-        ax.set_ylim(0, top)
-        return top
-    hi = max(float(centres.max()), min(float(tops.max()), BAND_RATIO * float(centres.max())))
-    ax.set_ylim(0, 1.06 * hi if hi > 0 else 1.0)
-    return None
-
-
 # -- notes ---------------------------------------------------------------------------
 def _gap_notes(cube: Cube, status: xr.DataArray, errors: xr.DataArray, adversary: str) -> list[str]:
     """One line per kind of gap or failure of this adversary, where, and why;
@@ -572,24 +363,6 @@ def _empty_note(cube: Cube, status: xr.DataArray, metric: str, empty: Sequence[s
     return "No panel: " + "; ".join(parts) + "."
 
 
-# -- runtime -------------------------------------------------------------------------
-@dataclass
-class RuntimePage:
-    """Seconds per cell per method, reduced: what `draw_runtime` draws."""
-
-    experiment: str
-    methods: list[str]
-    styles: dict[str, LineStyle]
-    overall: np.ndarray  # method: mean seconds over ok cells
-    datasets: list[str]
-    per_dataset: np.ndarray  # (method, dataset): mean seconds
-    budgets: np.ndarray  # sorted
-    by_budget: np.ndarray | None  # (method, budget): mean seconds, budgets sorted; None for one budget
-    budget_label: str
-    timeouts: int
-    failures: int
-
-
 def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
     """Seconds per cell per method: bars are the mean over ok cells, markers the
     mean per data set; a log axis when the means span more than two decades."""
@@ -616,79 +389,6 @@ def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
                       else cube.budget_axis(cube.adversaries[0])),
         timeouts=int(counts.get("timeout", 0)), failures=int(counts.get("failed", 0)))
     return Page(f"{cube.experiment}-runtime", record, draw_runtime)
-
-
-def draw_runtime(page: RuntimePage) -> Figure:
-    from matplotlib.figure import Figure
-
-    methods, overall, styles = page.methods, page.overall, page.styles
-    fig = Figure(figsize=PAGE)
-    # bars keep a readable thickness: the axes grow with the number of methods
-    height = min(0.42, 0.05 + 0.06 * len(methods))
-    # the budget panel's legend (8 pt, right of the axes) must hold the longest method name:
-    # about 0.062 in per character and 0.45 in for the line handle, on a page 11.69 in wide
-    # (a label longer than a third of the page is cut there: the legend stays beside the axes)
-    legend = min(0.45 + 0.062 * max(map(len, methods)), PAGE[0] / 3) / PAGE[0]
-    width = min(0.62, 0.97 - 0.22 - 0.01 - legend)
-    if page.by_budget is None:  # the bars alone: they take the page's height, up to a readable bar
-        height = min(0.78, 0.12 * len(methods))
-    ax = fig.add_axes([0.22, 0.86 - height, width, height])
-    if page.by_budget is not None:
-        _runtime_by_budget(fig.add_axes([0.22, 0.08, width, 0.86 - height - 0.17]), page)
-    y = np.arange(len(methods))[::-1]
-    ax.barh(y, np.where(np.isfinite(overall), overall, 0.0),
-            color=[styles[m].color for m in methods], alpha=0.8, height=0.62, zorder=2)
-    markers = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-    if len(page.datasets) > 1:
-        for j, d in enumerate(page.datasets):
-            ax.scatter(page.per_dataset[:, j], y, marker=markers[j % len(markers)],
-                       facecolor="white", edgecolor="0.1", s=26, zorder=3, label=literal(d),
-                       linewidths=0.9)
-        ax.legend(title="mean per data set", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  fontsize=8, title_fontsize=8, frameon=False)
-    pos = overall[np.isfinite(overall) & (overall > 0)]
-    log = bool(pos.size and pos.max() / pos.min() > 100)
-    if log:
-        ax.set_xscale("log")
-    ax.set_yticks(y)
-    # the mean goes with the method's name: written at the bar's end it covered the
-    # per-data-set markers that fall just beyond it
-    ax.set_yticklabels([literal(runtime_label(m, v)) for m, v in zip(methods, overall)],
-                       fontsize=9 if len(methods) <= 8 else 7.5, linespacing=1.1)
-    ax.set_ylim(-0.6, len(methods) - 0.4)
-    ax.grid(axis="y", visible=False)
-    ax.set_xlabel("seconds per cell, mean over ok cells" + (" (log scale)" if log else ""))
-    draw_title(fig, *runtime_heading(page))
-    return fig
-
-
-def runtime_heading(page: RuntimePage) -> tuple[str, str]:
-    """The runtime page's title and subtitle."""
-    return (f"{page.experiment}: runtime per method",
-            f"Seconds recorded per cell (data set, instance, adversary, budget) for each method; "
-            f"{page.timeouts} timed-out and {page.failures} failed cells are left out.")
-
-
-def runtime_label(method: str, mean: float) -> str:
-    """A runtime bar's label: the method and its mean seconds per ok cell."""
-    return f"{method}\n{fmt_num(mean)} s" if np.isfinite(mean) else f"{method}\nno ok cell"
-
-
-def _runtime_by_budget(ax, page: RuntimePage) -> None:
-    """Mean seconds per cell against the budget, over data sets, instances and
-    adversaries: how a method's cost grows with the corruption."""
-    for m, row in zip(page.methods, page.by_budget):
-        ax.plot(page.budgets, row, label=literal(m), **page.styles[m].kwargs())
-    vals = page.by_budget[np.isfinite(page.by_budget) & (page.by_budget > 0)]
-    if vals.size and vals.max() / vals.min() > 100:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
-    ax.set_xlabel(page.budget_label)
-    ax.set_ylabel("seconds per cell")
-    ax.set_title("mean over data sets, instances and adversaries, by budget", loc="left",
-                 fontsize=9)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
 # -- baseline ------------------------------------------------------------------------

@@ -20,10 +20,9 @@ import numpy as np
 
 from .figures import (SAMPLING, SAMPLING_NOTE, Panel, curve_page, error_pages, no_curves_reason, report_yscale,
                       sampling_error)
-from ..layout import MAX_PANELS, Col, Page, Section, TextPages, plain, text_pages
+from ..layout import MAX_PANELS, Col, Page, Section, TextPages, fmt_num, plain, text_pages
 from ..load import Cube, band_caption, band_edges, band_kind, metric_name, positions, summarize
 from ..style import MethodStyles
-from .tables import fmt_num
 
 def report_x(cube: Cube) -> Optional[tuple[str, str]]:
     """``(coordinate, axis label)`` of the cube's ``report_x`` (``"dataset.d"`` -> ``("dataset_d", "d")``),

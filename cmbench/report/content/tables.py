@@ -17,10 +17,9 @@ import xarray as xr
 from . import significance
 from ...cube import FAILURES, GAPS, STATUSES
 from ..load import Cube, environment_attr, metric_name, summarize
-from ..layout import Col, Section, TextPages, text_pages
+from ..layout import MESSAGE_CHARS, Col, Section, TextPages, fmt_list, fmt_num, shorten, text_pages
 
 MAX_GROUP_ROWS = 80  # rows of the cells-not-run list before it is cut with a count
-MESSAGE_CHARS = 400  # of one error message
 
 
 # -- computations ----------------------------------------------------------------
@@ -171,31 +170,6 @@ def comparable(cube: Cube, base: Cube) -> bool:
     return all(bool(set(np.asarray(cube.ds[d].values).tolist())
                     & set(np.asarray(base.ds[d].values).tolist()))
                for d in ("dataset", "adversary", "budget"))
-
-
-# -- formatting ------------------------------------------------------------------
-def fmt_num(x: float, digits: int = 3) -> str:
-    """Three significant digits; an en dash for a missing value."""
-    if x is None or not np.isfinite(x):
-        return "–"
-    return f"{x:.{digits}g}"
-
-
-def fmt_list(values: Sequence, total: int | None = None, limit: int = 6) -> str:
-    """A short list: "all 5" when complete, "0.1, 0.2", or for a long evenly spaced
-    one "0, 0.05, …, 0.5 (11 values)"."""
-    values = list(values)
-    if total is not None and len(values) == total and total > 1:
-        return f"all {total}"
-    shown = [fmt_num(v, 3) if isinstance(v, float) else str(v) for v in values]
-    if len(shown) <= limit:
-        return ", ".join(shown)
-    return f"{shown[0]}, {shown[1]}, …, {shown[-1]} ({len(shown)} values)"
-
-
-def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- pages ------------------------------------------------------------------------

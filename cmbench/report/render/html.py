@@ -32,13 +32,12 @@ import numpy as np
 import xarray as xr
 
 from ...version import __version__
-from ..content.figures import (CurvePage, RuntimePage, legend_label, off_range_notes, runtime_heading,
-                               runtime_label)
-from ..layout import slug, Page, plain
+from ..layout import fmt_num, slug, Page, plain
 from ..load import Cube
 from ..model import Section, report_model
-from ..content.significance import CdPage, draw_cd_figure
-from ..content.tables import fmt_num
+from ..plots.cd import CdPage, draw_cd_figure
+from ..plots.curves import CurvePage, legend_label, off_range_notes
+from ..plots.runtime import RuntimePage, runtime_heading, runtime_label
 from .drawing import svg_of
 from .pagecache import PageCache, record_digest, salt
 from .writing import check_out, write_bytes
