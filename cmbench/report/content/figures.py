@@ -363,6 +363,7 @@ def _empty_note(cube: Cube, status: xr.DataArray, metric: str, empty: Sequence[s
     return "No panel: " + "; ".join(parts) + "."
 
 
+# -- runtime -------------------------------------------------------------------------
 def runtime_page(cube: Cube, styles: MethodStyles) -> Page | None:
     """Seconds per cell per method: bars are the mean over ok cells, markers the
     mean per data set; a log axis when the means span more than two decades."""

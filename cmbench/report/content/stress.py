@@ -75,6 +75,7 @@ def _broken(cube: Cube) -> xr.DataArray:
     return cube.status().isin(list(BROKEN)).any("instance")
 
 
+# -- page 1: worst case next to the fixed attacks ---------------------------------------
 def worst_vs_fixed_pages(cube: Cube, styles: MethodStyles) -> list[Page]:
     metric = _metric(cube)
     means = _means(cube, metric)

@@ -12,7 +12,7 @@ from ..style import LineStyle
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-# -- runtime -------------------------------------------------------------------------
+
 @dataclass
 class RuntimePage:
     """Seconds per cell per method, reduced: what `draw_runtime` draws."""

@@ -111,6 +111,7 @@ def draw_dots(page: DotPage) -> Figure:
     return fig
 
 
+# -- page 2: error against a distance of the corruption ------------------------------------
 @dataclass
 class Scatter:
     """One method's points on a distance panel, fixed or adaptive attacks."""
