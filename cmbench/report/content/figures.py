@@ -4,11 +4,12 @@ adversary; one line per method with its band, `load.band_kind`), recovery
 thresholds where the structure is known, runtime per method, and differences
 against a baseline.
 
-Each page is built as a record (`CurvePage`, `RuntimePage`: the reduced numbers,
-labels and colours) and drawn from it alone (`draw_curves`, `draw_runtime`), so
-that a page whose record did not change can be reused (`pagecache`). Figures
-are plain `matplotlib.figure.Figure` objects (no pyplot state), so they are
-freed as soon as the report has saved them.
+Each page is built here as a record (`plots.curves.CurvePage`,
+`plots.runtime.RuntimePage`: the reduced numbers, labels and colours) and drawn
+from it alone (`draw_curves`, `draw_runtime`, beside the record types in
+`plots`), so that a page whose record did not change can be reused
+(`pagecache`). Figures are plain `matplotlib.figure.Figure` objects (no pyplot
+state), so they are freed as soon as the report has saved them.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Significance of a ranking: Friedman test, Nemenyi post-hoc test, critical-difference diagram.
+"""Significance of a ranking: Friedman test, Nemenyi post-hoc test, critical-difference pages
+(the result type, `Friedman`, and the diagram are in `plots.cd`).
 
 Following Demšar (2006), "Statistical Comparisons of Classifiers over Multiple
 Data Sets", JMLR 7:1-30: methods are ranked within each *block*, the Friedman

@@ -22,7 +22,8 @@ e.g. ``worst-case-a2-hide``), `stress_pages` adds:
    d_ENTRY^inf and d_TV of the worst-case corruptions.
 
 Reads only the cube (variables ``evaluations``, ``d_entry1``, ``d_entry_inf``,
-``d_tv``; attributes ``adversaries_info``, ``datasets_info``).
+``d_tv``; attributes ``adversaries_info``, ``datasets_info``). The records of pages 1 and 2
+and their drawings are in `plots.stress`.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 A suite names the examples its report shows (``theory_figures =
 ["fig:disCompare"]``); the runner records the names in each cube's
-``theory_figures`` attribute and the report draws each once.
+``theory_figures`` attribute and the report draws each once. The pages' record
+(`plots.theory.TheoryPage`) names the example; its drawing computes it.
 """
 from __future__ import annotations
 
