@@ -25,8 +25,9 @@ import numpy as np
 from scipy import special
 
 from ..load import Cube, metric_name
-from ..plots.cd import ALPHA, BLOCK_RANK, CELL_RANK, CdPage, Friedman, draw_cd_page
+from ..plots.cd import BLOCK_RANK, CELL_RANK, CdPage, Friedman, draw_cd_page
 
+ALPHA = 0.05
 POST_HOC = "Nemenyi"
 
 

@@ -13,9 +13,6 @@ from ..style import PAGE
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-ALPHA = 0.05
-
-
 #: the two ranks a report shows, named apart: the CD diagram's (the Friedman test's, per block) and
 #: the ranking table's (per cell of instance means)
 BLOCK_RANK = "average block rank"
