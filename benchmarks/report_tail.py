@@ -6,6 +6,7 @@ python benchmarks/report_tail.py --from OUT --cmd base="env PYTHONPATH=/tmp/old 
                                  --cmd here=.venv/bin/cmbench --rounds 5 --cold-cpu 42.3
 python benchmarks/report_tail.py --suite smoke               # a quick look: the finished folder made first
 python benchmarks/report_tail.py --from OUT --documents      # the changed pages: one document or one per worker
+python benchmarks/report_tail.py --from OUT --processes      # and each process's CPU in one more run
 ```
 
 The run the issue times: ``cmbench suite SUITE --workers N --plugin winsorized.py``
@@ -25,7 +26,11 @@ plugin changes (found by their record digests, as the page cache finds them),
 in fresh processes like the sweep's workers: all in one process and document,
 against split over ``--workers`` processes as `drawing.split` splits them;
 matplotlib's import and the drawing apart, CPU seconds summed over the
-processes, medians of interleaved rounds. Always exits 0 (it is a report).
+processes, medians of interleaved rounds. With ``--processes``, one more run per
+command is watched with psutil (every process of the run, polled every 50 ms) and
+each process's CPU seconds are printed by role (the client, each loky worker, the
+resource trackers), beside the run's rusage total: which process a change moved
+CPU into or out of, which a total does not say. Always exits 0 (it is a report).
 """
 from __future__ import annotations
 
@@ -62,6 +67,8 @@ def main() -> None:
                              "folder did (default: the tables shipped in the package)")
     parser.add_argument("--documents", action="store_true",
                         help="time the drawing of the changed pages in one process against --workers processes")
+    parser.add_argument("--processes", action="store_true",
+                        help="after the rounds, one more run per command with each process's CPU seconds")
     args = parser.parse_args()
     if args.documents:
         if args.source is None:
@@ -109,6 +116,11 @@ def main() -> None:
                 runs[name].append(timed(base + ["--out", str(out), "--plugin", str(plugin)], tmp, cmd=cmd))
                 w, c = runs[name][-1]
                 print(f"round {i + 1}, {name}: {w:.2f} s wall, {c:.2f} s CPU", flush=True)
+        watched = {}
+        for name, cmd in order if args.processes else ():
+            out, state = states[name]
+            restore(state, out)
+            watched[name] = per_process(base + ["--out", str(out), "--plugin", str(plugin)], tmp, cmd)
     print("\n| command | wall (median) | CPU s (median) | CPU share of cold | goal |")
     print("| --- | --- | --- | --- | --- |")
     for name, values in runs.items():
@@ -124,6 +136,60 @@ def main() -> None:
         w1 = statistics.median(w for w, _ in runs[other])
         c1 = statistics.median(c for _, c in runs[other])
         print(f"{other} / {names[0]}: wall {w1 / w0:.2f}x, CPU {c1 / c0:.2f}x")
+    for name, (rows, total) in watched.items():
+        print(f"\n{name}, one more run, CPU s per process (psutil, polled every 50 ms; the run's rusage "
+              f"total {total:.2f}):\n\n| process | CPU s |\n| --- | --- |")
+        for role, cpu in rows:
+            print(f"| {role} | {cpu:.2f} |")
+        print(f"| all polled | {sum(c for _, c in rows):.2f} |")
+
+
+def per_process(args: list, cwd: Path, cmd: list) -> tuple[list[tuple[str, float]], float]:
+    """One CLI run watched with psutil: each process's last seen CPU seconds (user + system) by
+    role, costliest first, and the run's rusage total (what `cache.timed` reports). Polling misses
+    what a process spends after its last poll, so the polled sum runs a little below the total."""
+    import resource
+    import subprocess
+    import time
+
+    import psutil
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen([*cmd, *args], cwd=cwd, env=cache.child_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    root = psutil.Process(proc.pid)
+    seen: dict[int, tuple[str, float]] = {}
+    while proc.poll() is None:
+        try:
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:  # the run ended between the poll and the listing
+            break
+        for q in procs:
+            try:
+                t = q.cpu_times()
+                role = seen[q.pid][0] if q.pid in seen else _role(q, root)
+                seen[q.pid] = (role, t.user + t.system)
+            except psutil.Error:
+                continue
+        time.sleep(0.05)
+    proc.wait()
+    cache.reap_orphans()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return sorted(seen.values(), key=lambda rc: -rc[1]), total
+
+
+def _role(q, root) -> str:
+    """What a process of the run is, from its command line."""
+    if q.pid == root.pid:
+        return "client (cmbench)"
+    line = q.cmdline()
+    if "--process-name" in line:
+        return f"loky worker {line[line.index('--process-name') + 1]}"
+    text = " ".join(line)
+    if "resource_tracker" in text:
+        return "resource tracker (" + ("loky" if "loky" in text else "multiprocessing") + ")"
+    return f"pid {q.pid}: {text[:60]}"
 
 
 def documents(source: Path, suite: str, workers: int, rounds: int) -> None:

@@ -24,6 +24,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
     ("matrices.py", ["--d", "10", "--rounds", "1"], "speed-up"),
     ("dask_trim.py", ["--d", "10", "--N", "1000", "--rounds", "1"], "MALLOC_TRIM_THRESHOLD_ unset"),
     ("sample_level.py", ["--filter-speed", "--dims", "20", "--per-dim", "600", "--repeats", "1"], "ratio default"),
+    ("report_tail.py", ["--suite", "smoke", "--rounds", "1", "--processes"], "| loky worker LokyProcess-"),
     ("tests_cpu.py", ["--keep", "kept.jsonl", "--", str(BENCHMARKS.parent / "tests" / "test_nanstats.py"), "-n", "0"],
      "| tests/test_nanstats.py |"),
 ])
