@@ -19,9 +19,10 @@ their pages in the page cache, as a user's finished suite holds them); each
 round then restores that state in place and times the run with the plugin,
 the commands one after the other, who goes first rotating. Each figure is the
 median over the rounds, wall and CPU seconds (the run and all its worker
-processes) apart; with ``--cold-cpu`` the CPU median is also given as a share
-of that cold run's CPU. Goals: under 3 s wall and at most 10% of the cold
-run's CPU. With ``--documents``, it times instead the drawing of the pages the
+processes) apart, and for each command after the first its difference from the
+first paired by round (the steadier figure on a machine whose speed drifts); with
+``--cold-cpu`` the CPU median is also given as a share of that cold run's CPU.
+Goals: under 3 s wall and at most 10% of the cold run's CPU. With ``--documents``, it times instead the drawing of the pages the
 plugin changes (found by their record digests, as the page cache finds them),
 in fresh processes like the sweep's workers: all in one process and document,
 against split over ``--workers`` processes as `drawing.split` splits them;
@@ -136,6 +137,13 @@ def main() -> None:
         w1 = statistics.median(w for w, _ in runs[other])
         c1 = statistics.median(c for _, c in runs[other])
         print(f"{other} / {names[0]}: wall {w1 / w0:.2f}x, CPU {c1 / c0:.2f}x")
+        # by round: the machine's speed drifts within a run of rounds, and a ratio of medians can
+        # move with it (five rounds said 0.88x where twelve paired ones said 5%); the two commands
+        # of one round ran back to back, so their difference is steadier
+        dw = [b[0] - a[0] for a, b in zip(runs[names[0]], runs[other])]
+        dc = [b[1] - a[1] for a, b in zip(runs[names[0]], runs[other])]
+        print(f"{other} - {names[0]}, paired by round: median {statistics.median(dw):+.2f} s wall, "
+              f"{statistics.median(dc):+.2f} CPU-s; lower CPU in {sum(d < 0 for d in dc)} of {len(dc)} rounds")
     for name, (rows, total) in watched.items():
         print(f"\n{name}, one more run, CPU s per process (psutil, polled every 50 ms; the run's rusage "
               f"total {total:.2f}):\n\n| process | CPU s |\n| --- | --- |")
