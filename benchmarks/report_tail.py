@@ -22,9 +22,10 @@ median over the rounds, wall and CPU seconds (the run and all its worker
 processes) apart, and for each command after the first its difference from the
 first paired by round (the steadier figure on a machine whose speed drifts); with
 ``--cold-cpu`` the CPU median is also given as a share of that cold run's CPU.
-Goals: under 3 s wall and at most 10% of the cold run's CPU. With ``--documents``, it times instead the drawing of the pages the
-plugin changes (found by their record digests, as the page cache finds them),
-in fresh processes like the sweep's workers: all in one process and document,
+Goals: under 3 s wall and at most 10% of the cold run's CPU. With ``--documents``,
+it times instead the drawing of the pages the plugin changes (found by their
+record digests, as the page cache finds them), in fresh processes like the
+sweep's workers: all in one process and document,
 against split over ``--workers`` processes as `drawing.split` splits them;
 matplotlib's import and the drawing apart, CPU seconds summed over the
 processes, medians of interleaved rounds. With ``--processes``, one more run per
