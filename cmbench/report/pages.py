@@ -1,10 +1,10 @@
 """The report's own kinds of page, registered as a plugin's would be (`cmbench.hookspecs.register_report_pages`).
 
 One line per kind: its name, the content module's section builder, its record
-types with their matplotlib drawings (`plots`, or `layout` for text) and, where the
-HTML has one, their plotly renderers. The order of the lines is the order of the sections within each
-place (head, once per experiment, tail). The content modules are imported
-when a report is drawn, not when plugins load.
+types with their matplotlib drawings (`plots`, or `layout` for text) and, where
+the HTML has one, their plotly renderers. The order of the lines is the order of
+the sections within each place (head, once per experiment, tail). The content
+modules are imported when a report is drawn, not when plugins load.
 """
 from __future__ import annotations
 
