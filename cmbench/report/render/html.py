@@ -189,7 +189,7 @@ def _figure_head(title: str, subtitle: str = "") -> list[str]:
 
 
 def render_curves(page: Page, div: str, figures: "Figures") -> str:
-    """A `figures.CurvePage` as a grid of plotly panels (one per data set), notes below."""
+    """A `plots.curves.CurvePage` as a grid of plotly panels (one per data set), notes below."""
     rec: CurvePage = page.record
     n = len(rec.panels)
     ncols = min(n, 3)
@@ -277,7 +277,7 @@ def render_curves(page: Page, div: str, figures: "Figures") -> str:
 
 
 def render_runtime(page: Page, div: str, figures: "Figures") -> str:
-    """A `figures.RuntimePage` as a bar per method (mean seconds per ok cell, log axis)."""
+    """A `plots.runtime.RuntimePage` as a bar per method (mean seconds per ok cell, log axis)."""
     rec: RuntimePage = page.record
     keep = [i for i, v in enumerate(rec.overall) if np.isfinite(v)]
     fig = _Plot({})
@@ -294,7 +294,7 @@ def render_runtime(page: Page, div: str, figures: "Figures") -> str:
 
 
 def render_cd(page: Page, div: str, figures: "Figures") -> str:
-    """A `significance.CdPage`: its caption and the diagram as inline SVG."""
+    """A `plots.cd.CdPage`: its caption and the diagram as inline SVG."""
     rec: CdPage = page.record
     svg = figures.svg(page, "cd", lambda: draw_cd_figure(rec), div)
     return "\n".join(_figure_head(rec.title, rec.caption) + [f'<div class="cd" id="{div}">{svg}</div>'])
