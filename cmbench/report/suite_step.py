@@ -105,11 +105,10 @@ def _draw(cubes: list[Path], todo: dict, pages: Path, workers: int, stamps: Stam
     pool = Pool(workers) if workers > 1 and "pdf" in todo else None
     cache = PageCache(pages)
     with pool if pool is not None else contextlib.nullcontext():
-        # A folder's first report is drawn whole, a part by every worker: they import matplotlib
-        # while the model is built here. With pages kept, few change (a new estimator's): one
-        # worker draws them (`POOL_COST`) and a pool cannot choose which worker takes a task, so
-        # warming them all had the other import matplotlib (about 1 CPU-s) for nothing.
-        if pool is not None and not cache.pages:
+        # The sweep's workers draw the pages, a part each (`Pool`): they import matplotlib while
+        # the model is built here, for a folder's first report as for the few pages a new
+        # estimator changes.
+        if pool is not None:
             pool.warm()
         loaded = load_cubes(cubes)
         title = default_title(loaded)

@@ -28,10 +28,12 @@ __all__ = ["draw_here", "Pool", "draw_document", "draw_pages", "svg_of", "POOL_C
 #: Pages to draw, in `Page.cost` units (a page of curves is 1, about 0.25 s), below which a
 #: `Pool` whose workers are not running yet draws here: started for the report alone, they
 #: import matplotlib, xarray and pandas first (about 1.1 s each) and embed the fonts once per
-#: document. When the run's sweep started them, the pool draws every page: they are warm
-#: (`Pool.warm` has them import matplotlib while this process builds the report model), so this
-#: process imports no plotting library; below this cost one worker draws them all into one
-#: document, above it they are drawn side by side (benchmarks/report_tail.py).
+#: document. When the run's sweep started them, the pool draws every page, side by side in
+#: every worker as soon as there are several: they are warm (`Pool.warm` has them import
+#: matplotlib while this process builds the report model), and after the sweep they have
+#: nothing else to do. A document per worker costs each its fonts and first-figure set-up: the
+#: README's estimator's 13 changed pages of the paper suite take 0.5 CPU-s more and 1.5 s less
+#: of wall than in one document (benchmarks/report_tail.py, benchmarks/README.md).
 POOL_COST = 12.0
 
 #: the SVG figures wanted of the pages drawn, by page: ``{how: drawing}``, each drawing a function
@@ -140,9 +142,9 @@ class Pool(contextlib.AbstractContextManager):
     The pool is the process's shared one (`cmbench.pools.shared`). When this
     process has not started it (no sweep ran), a report whose pages are all kept
     (`pagecache`), or that has fewer than `POOL_COST` to draw, starts none; when
-    it runs, every page is drawn there: by one worker into one document below
-    `POOL_COST`, else spread over the workers. On exit its workers stay warm
-    for the next run, unless the drawing failed (they are then ended).
+    it runs, every page is drawn there, spread over its workers (a document
+    each). On exit its workers stay warm for the next run, unless the drawing
+    failed (they are then ended).
     """
 
     def __init__(self, workers: int) -> None:
@@ -171,10 +173,9 @@ class Pool(contextlib.AbstractContextManager):
 
         cost = sum(p.cost for _, p in pages)
         running = pools.size() > 0
-        # below POOL_COST, one warm worker draws every page into one document: each further
-        # document costs its process a font embedding and first-figure set-up (13 pages of the
-        # paper suite: 5.8 CPU-s in one document, 8.4 in two), for about 1 s of wall saved
-        groups = split(pages, self.workers if cost >= POOL_COST else 1)
+        # a running pool's workers are warm and idle: every one of them draws (the wall time
+        # is the report's tail); a pool started for the report alone only for enough pages
+        groups = split(pages, self.workers if running or cost >= POOL_COST else 1)
         if not running and (cost < POOL_COST or len(groups) <= 1):
             return draw_here(pages, meta, svg)
         pool = self._executor()
