@@ -32,8 +32,8 @@ __all__ = ["draw_here", "Pool", "draw_document", "draw_pages", "svg_of", "POOL_C
 #: every worker as soon as there are several: they are warm (`Pool.warm` has them import
 #: matplotlib while this process builds the report model), and after the sweep they have
 #: nothing else to do. A document per worker costs each its fonts and first-figure set-up: the
-#: README's estimator's 13 changed pages of the paper suite take 0.5 CPU-s more and 1.5 s less
-#: of wall than in one document (benchmarks/report_tail.py, benchmarks/README.md).
+#: README's estimator's 13 changed pages of the paper suite take about 1 CPU-s more and 1.3 s
+#: less of wall than in one document (benchmarks/report_tail.py, benchmarks/README.md).
 POOL_COST = 12.0
 
 #: the SVG figures wanted of the pages drawn, by page: ``{how: drawing}``, each drawing a function
