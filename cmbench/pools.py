@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Callable, Optional
 
-__all__ = ["IDLE", "WORKER_ENV", "Slot", "death", "environment", "exit_with_parent", "in_environment", "private",
+__all__ = ["IDLE", "LEAK_BYTES", "WORKER_ENV", "Slot", "death", "environment", "exit_with_parent", "in_environment", "private",
            "shared", "size", "stop"]
 
 #: The environment of every worker process, local or Dask: one BLAS/OpenMP thread,
@@ -37,10 +37,19 @@ WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 #: enough for a notebook's next cell to find it warm, short enough not to hold memory all day.
 IDLE = 300.0
 
+#: Bytes a loky worker may grow by, past its size after its first task, before loky takes it
+#: for a leak, ends it and starts another (where psutil is installed, as with Dask or Jupyter;
+#: loky's default is 300 MB). cmbench's workers keep data sets between units by design
+#: (`cmbench.runner.memo`, up to 2 GiB) and hold a full-size unit's matrices (3.4 GB at
+#: d = 400): under the default a full `dkk17` run ended its workers every minute or so, each
+#: one's data set generated again by the next, and warned of a memory leak. Never, here; a
+#: value set in the environment wins (loky reads it in the worker).
+LEAK_BYTES = os.environ.get("LOKY_MAX_MEMORY_LEAK_SIZE", "1e15")
+
 # A worker is started as ``python -m loky...``, which puts its working folder first on
 # sys.path: a folder named ``cmbench`` there (a source checkout) would shadow the installed
 # package. PYTHONSAFEPATH keeps it off; `_init` gives the worker the parent's value back.
-_START_ENV = {**WORKER_ENV, "PYTHONSAFEPATH": "1"}
+_START_ENV = {**WORKER_ENV, "PYTHONSAFEPATH": "1", "LOKY_MAX_MEMORY_LEAK_SIZE": LEAK_BYTES}
 
 
 def exit_with_parent(parent: int, interval: float = 0.25) -> None:
