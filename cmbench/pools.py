@@ -41,9 +41,9 @@ IDLE = 300.0
 #: for a leak, ends it and starts another (where psutil is installed, as with Dask or Jupyter;
 #: loky's default is 300 MB). cmbench's workers keep data sets between units by design
 #: (`cmbench.runner.memo`, up to 2 GiB) and hold a full-size unit's matrices (3.4 GB at
-#: d = 400): under the default a full `dkk17` run ended its workers every minute or so, each
-#: one's data set generated again by the next, and warned of a memory leak. Never, here; a
-#: value set in the environment wins (loky reads it in the worker).
+#: d = 400): under the default a full `dkk17` run ended its workers nine times in six minutes,
+#: each new one generating its data set again, and warned the user of a memory leak. Never,
+#: here; a value set in the environment wins (loky reads it in the worker).
 LEAK_BYTES = os.environ.get("LOKY_MAX_MEMORY_LEAK_SIZE", "1e15")
 
 # A worker is started as ``python -m loky...``, which puts its working folder first on
