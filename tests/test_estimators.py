@@ -2,6 +2,7 @@
 replacement, missing-value handling, purity, determinism, registration."""
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -252,16 +253,36 @@ def _weiszfeld_every_step(X: np.ndarray, max_iter: int) -> tuple[np.ndarray, boo
     return y, repeated
 
 
-@pytest.mark.parametrize("seed", (4, 25, 28, 34))
-@pytest.mark.parametrize("max_iter", (100, 101, 102, 103))
-def test_geometric_median_that_cycles_ends_where_every_step_would(registry, seed, max_iter):
-    # Rounding can send Weiszfeld's iterates round a cycle of a few points instead of to a
-    # fixed point (these seeds do, with periods 2 to 5): the estimator recognises the
-    # repeated iterate and returns the one step max_iter falls on, as running them all does.
+def _cycle_data(seed: int) -> np.ndarray:
+    """A small (N, n) sample with a tenth of its rows shifted: Weiszfeld's data for a seed."""
     rng = np.random.default_rng(seed)
     N, n = int(rng.integers(20, 400)), int(rng.integers(2, 12))
     X = rng.standard_normal((N, n)) * rng.uniform(0.1, 10)
     X[: N // 10] += 5
+    return X
+
+
+@functools.cache
+def _cycling_seeds(count: int = 4, tries: int = 300) -> tuple[int, ...]:
+    """The first ``count`` seeds whose iterates go round a cycle within 100 steps here.
+
+    Which seeds do depends on the machine's rounding: numpy's SIMD kernels sum in another
+    order on another CPU (seeds 4, 25, 28 and 34 cycled on the machine this test was written
+    on; on an AVX-512 one only 28 of them, and 19 of the first 300 seeds).
+    """
+    found = [seed for seed in range(tries) if _weiszfeld_every_step(_cycle_data(seed), 100)[1]]
+    return tuple(found[:count])
+
+
+@pytest.mark.parametrize("case", range(4))
+@pytest.mark.parametrize("max_iter", (100, 101, 102, 103))
+def test_geometric_median_that_cycles_ends_where_every_step_would(registry, case, max_iter):
+    # Rounding can send Weiszfeld's iterates round a cycle of a few points instead of to a
+    # fixed point: the estimator recognises the repeated iterate and returns the one step
+    # max_iter falls on, as running them all does.
+    seeds = _cycling_seeds()
+    assert len(seeds) > case, f"only {len(seeds)} of 300 seeds send the iterates round a cycle here"
+    X = _cycle_data(seeds[case])
     want, repeated = _weiszfeld_every_step(X, max_iter)
     assert repeated
     got = estimate(registry, "geometric-median", X, start="mean", tol=0.0, max_iter=max_iter)
