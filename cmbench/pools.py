@@ -26,8 +26,8 @@ import threading
 import time
 from typing import Callable, Optional
 
-__all__ = ["IDLE", "LEAK_BYTES", "WORKER_ENV", "Slot", "death", "environment", "exit_with_parent", "in_environment", "private",
-           "shared", "size", "stop"]
+__all__ = ["IDLE", "LEAK_BYTES", "WORKER_ENV", "Slot", "death", "environment", "exit_with_parent",
+           "in_environment", "private", "shared", "size", "stop"]
 
 #: The environment of every worker process, local or Dask: one BLAS/OpenMP thread,
 #: since several threads per worker would oversubscribe the cores and change last bits.
