@@ -232,6 +232,8 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
 
     A path (`cmbench.plugins.is_file_spec` with suffix ``.toml``, or an
     existing file) is taken as given; anything else is a shipped suite's name.
+    A bare name that is a folder here (a researcher's ``paper/``) is the
+    shipped suite of that name when there is one, else an error naming the folder.
 
     Parameters
     ----------
@@ -251,14 +253,15 @@ def resolve_suite_path(name_or_path: str | Path) -> Path:
     """
     text = str(name_or_path)
     path = Path(text)
-    if is_file_spec(text, ".toml") or path.exists():
+    spec = is_file_spec(text, ".toml")
+    candidate = importlib.resources.files("cmbench.suites") / f"{text}.toml"
+    shipped = not spec and candidate.is_file()
+    if spec or path.is_file() or (path.exists() and not shipped):
         problem = file_problem(path)  # a folder, a FIFO or a device is named as what it is
         if problem:
             raise SuiteError(f"suite file {path} {problem}")
         return path.resolve()
-    root = importlib.resources.files("cmbench.suites")
-    candidate = root / f"{text}.toml"
-    if candidate.is_file():
+    if shipped:
         return Path(str(candidate))
     raise SuiteError(f"unknown suite {text!r}; {choices_hint(text, shipped_suites())} "
                      "(or give a path to a .toml file)")

@@ -292,6 +292,19 @@ def test_a_fifo_a_device_or_a_folder_is_named_as_what_it_is(tmp_path):
     assert_user_error(code, err, "plugins[0]", "plug.py is a folder, not a .py file")
 
 
+def test_a_folder_named_like_a_shipped_suite_does_not_hide_it(tmp_path, monkeypatch):
+    """`cmbench suite paper` from a folder holding a ``paper/`` (a researcher's LaTeX sources,
+    or the run's own output folder) runs the shipped suite; a bare name that is a folder and
+    no shipped suite is still named as a folder."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "notes").mkdir()
+    code, out = cli_inproc("suite", "paper", "--dry-run")
+    assert code == 0, out
+    code, err = cli_inproc("suite", "notes", "--dry-run")
+    assert_user_error(code, err, "notes", "is a folder, not a file")
+
+
 # ------------------------------------------------------------------ --dry-run checks what the run checks
 
 def test_dry_run_refuses_what_the_run_refuses(tmp_path, monkeypatch):
