@@ -178,7 +178,9 @@ def executed(path: Path, folder: Path, probe: str | None = None):
         notebook.cells.append(nbformat.v4.new_code_cell(probe))
     client = NotebookClient(notebook, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(folder)}})
-    client.execute()  # raises CellExecutionError, with the cell and its traceback, if a cell fails
+    # TMPDIR: the tutorial keeps its cubes in a `tempfile.mkdtemp` folder, which a reader keeps;
+    # the test's kernel makes it inside ``folder``, so that no run leaves one in the system's /tmp
+    client.execute(env={**os.environ, "TMPDIR": str(folder)})  # raises CellExecutionError if a cell fails
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
